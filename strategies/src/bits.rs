@@ -1,0 +1,212 @@
+//! Slot bitsets: 256 inline bits plus 256-bit chunks beyond.
+//!
+//! `SlotBits` is plain data. Gates that keep it behind a lock (the RwLock
+//! gate) store it directly; readers use it as the "active set" of a walk.
+//! The first 256 slots never allocate, so a walk over a tree with at most 256
+//! ranks allocates nothing per hop.
+
+use crate::hash::Slot;
+
+const INLINE_WORDS: usize = 4;
+const CHUNK_BITS: usize = INLINE_WORDS * 64;
+
+/// A set of slots: four inline words and a list of four-word chunks.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SlotBits {
+    inline: [u64; INLINE_WORDS],
+    chunks: Vec<[u64; INLINE_WORDS]>,
+}
+
+impl SlotBits {
+    /// The empty set.
+    pub const fn new() -> Self {
+        Self {
+            inline: [0; INLINE_WORDS],
+            chunks: Vec::new(),
+        }
+    }
+
+    /// A set holding one slot.
+    pub fn single(slot: Slot) -> Self {
+        let mut bits = Self::new();
+        bits.insert(slot);
+        bits
+    }
+
+    #[inline]
+    fn locate(slot: Slot) -> (usize, usize, u64) {
+        let index = slot.index();
+        let chunk = index / CHUNK_BITS;
+        let word = (index % CHUNK_BITS) / 64;
+        (chunk, word, 1u64 << (index % 64))
+    }
+
+    #[inline]
+    fn chunk(&self, chunk: usize) -> Option<&[u64; INLINE_WORDS]> {
+        if chunk == 0 {
+            Some(&self.inline)
+        } else {
+            self.chunks.get(chunk - 1)
+        }
+    }
+
+    /// Whether `slot` is in the set.
+    #[inline]
+    pub fn contains(&self, slot: Slot) -> bool {
+        let (chunk, word, mask) = Self::locate(slot);
+        self.chunk(chunk).is_some_and(|words| words[word] & mask != 0)
+    }
+
+    /// Adds `slot`; returns whether it was absent.
+    pub fn insert(&mut self, slot: Slot) -> bool {
+        let (chunk, word, mask) = Self::locate(slot);
+        let words = if chunk == 0 {
+            &mut self.inline
+        } else {
+            if self.chunks.len() < chunk {
+                self.chunks.resize(chunk, [0; INLINE_WORDS]);
+            }
+            &mut self.chunks[chunk - 1]
+        };
+        let absent = words[word] & mask == 0;
+        words[word] |= mask;
+        absent
+    }
+
+    /// Removes `slot`; returns whether it was present.
+    pub fn remove(&mut self, slot: Slot) -> bool {
+        let (chunk, word, mask) = Self::locate(slot);
+        let words = if chunk == 0 {
+            &mut self.inline
+        } else {
+            match self.chunks.get_mut(chunk - 1) {
+                Some(words) => words,
+                None => return false,
+            }
+        };
+        let present = words[word] & mask != 0;
+        words[word] &= !mask;
+        present
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.words().all(|(_, word)| word == 0)
+    }
+
+    /// Number of slots in the set.
+    pub fn len(&self) -> usize {
+        self.words().map(|(_, word)| word.count_ones() as usize).sum()
+    }
+
+    /// Removes every slot, keeping the allocation.
+    pub fn clear(&mut self) {
+        self.inline = [0; INLINE_WORDS];
+        self.chunks.iter_mut().for_each(|c| *c = [0; INLINE_WORDS]);
+    }
+
+    /// Makes `self` equal to `other`, reusing the allocation.
+    pub fn copy_from(&mut self, other: &SlotBits) {
+        self.inline = other.inline;
+        self.chunks.clear();
+        self.chunks.extend_from_slice(&other.chunks);
+    }
+
+    /// Every word with its global word index (word `i` holds slots `64i..64i+64`).
+    pub fn words(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
+        self.inline
+            .iter()
+            .chain(self.chunks.iter().flatten())
+            .copied()
+            .enumerate()
+    }
+
+    /// The word with global index `index` (0 past the end).
+    #[inline]
+    pub fn word(&self, index: usize) -> u64 {
+        self.chunk(index / INLINE_WORDS)
+            .map_or(0, |words| words[index % INLINE_WORDS])
+    }
+
+    /// Number of words, inline and chunked.
+    #[inline]
+    pub fn word_count(&self) -> usize {
+        INLINE_WORDS * (1 + self.chunks.len())
+    }
+
+    /// The slots in ascending order.
+    pub fn iter(&self) -> impl Iterator<Item = Slot> + '_ {
+        self.words().flat_map(|(index, word)| BitIter { word }.map(move |bit| Slot((index * 64 + bit) as u16)))
+    }
+
+    /// Keeps only the slots for which `keep_word` keeps the bit; calls
+    /// `on_dropped` for every slot that leaves. `keep_word(i)` returns the
+    /// mask of word `i` to keep.
+    pub fn retain_words(&mut self, mut keep_word: impl FnMut(usize) -> u64, mut on_dropped: impl FnMut(Slot)) {
+        let inline = self.inline.iter_mut();
+        let chunked = self.chunks.iter_mut().flatten();
+        for (index, word) in inline.chain(chunked).enumerate() {
+            if *word == 0 {
+                continue;
+            }
+            let kept = *word & keep_word(index);
+            for bit in (BitIter { word: *word & !kept }) {
+                on_dropped(Slot((index * 64 + bit) as u16));
+            }
+            *word = kept;
+        }
+    }
+}
+
+/// Iterates the set bit positions of one word, lowest first.
+struct BitIter {
+    word: u64,
+}
+
+impl Iterator for BitIter {
+    type Item = usize;
+    #[inline]
+    fn next(&mut self) -> Option<usize> {
+        if self.word == 0 {
+            return None;
+        }
+        let bit = self.word.trailing_zeros() as usize;
+        self.word &= self.word - 1;
+        Some(bit)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bits_across_chunks_round_trip() {
+        let mut bits = SlotBits::new();
+        for s in [0u16, 63, 64, 255, 256, 300, 301, 1000] {
+            assert!(bits.insert(Slot(s)));
+        }
+        assert!(!bits.insert(Slot(300)));
+        assert_eq!(bits.len(), 8);
+        let collected: Vec<u16> = bits.iter().map(|s| s.0).collect();
+        assert_eq!(collected, vec![0, 63, 64, 255, 256, 300, 301, 1000]);
+        assert!(bits.remove(Slot(256)));
+        assert!(!bits.contains(Slot(256)));
+        assert!(bits.contains(Slot(301)));
+    }
+
+    #[test]
+    fn retain_reports_dropped_slots_across_chunks() {
+        let mut active = SlotBits::new();
+        let mut full = SlotBits::new();
+        for s in [1u16, 2, 300, 301] {
+            active.insert(Slot(s));
+        }
+        full.insert(Slot(2));
+        full.insert(Slot(301));
+        let mut dropped = Vec::new();
+        active.retain_words(|i| full.word(i), |s| dropped.push(s.0));
+        assert_eq!(dropped, vec![1, 300]);
+        assert_eq!(active.iter().map(|s| s.0).collect::<Vec<_>>(), vec![2, 301]);
+    }
+}

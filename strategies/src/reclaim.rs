@@ -1,0 +1,220 @@
+//! Reclamation: when memory that readers may still see is replaced, it is
+//! retired, and freed only once every reader that could have loaded it left.
+//!
+//! Protocol. A reader pins ([`Reclaim::pin`]) before it loads any published
+//! pointer and keeps the guard for the whole walk. A writer replaces a pointer
+//! (Release), then hands the old value to [`Reclaim::defer`]; the backend runs
+//! the deferred drop after every guard that existed at that time is gone.
+//! [`AtomicBox`] packages the pattern for one published value. Nothing
+//! reachable is retired: the writer unlinks first, then retires.
+//!
+//! Backends: [`EpochReclaim`] (crossbeam-epoch's global collector). The
+//! verification work adds a test-only backend for the model checkers, whose
+//! tasks share one OS thread's crossbeam state.
+
+use crate::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use crate::sync::{spin_loop, Arc};
+use std::marker::PhantomData;
+
+/// A safe-memory-reclamation backend. Methods are associated functions: the
+/// backends keep global (per-process) state.
+pub trait Reclaim: Send + Sync + 'static {
+    /// Proof that the current thread is pinned.
+    type Guard;
+    /// The backend's name in reports.
+    const NAME: &'static str;
+    /// Pins the current thread until the guard drops.
+    fn pin() -> Self::Guard;
+    /// Runs `f` once no thread pinned before this call is still pinned.
+    fn defer(guard: &Self::Guard, f: impl FnOnce() + Send + 'static);
+    /// Pushes deferred work toward execution.
+    fn flush(guard: &Self::Guard);
+
+    /// Blocks until every thread pinned before the call has unpinned. The
+    /// caller must not be pinned.
+    fn wait_for_pinned_threads() {
+        let done = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&done);
+        Self::defer(&Self::pin(), move || {
+            // Release: pairs with the Acquire load below.
+            flag.store(true, Ordering::Release)
+        });
+        // Acquire: whatever ran before the deferred function is visible after.
+        while !done.load(Ordering::Acquire) {
+            Self::flush(&Self::pin());
+            spin_loop();
+        }
+    }
+}
+
+/// crossbeam-epoch's global collector.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct EpochReclaim;
+
+impl Reclaim for EpochReclaim {
+    type Guard = crossbeam_epoch::Guard;
+    const NAME: &'static str = "crossbeam-epoch";
+
+    #[inline]
+    fn pin() -> Self::Guard {
+        crossbeam_epoch::pin()
+    }
+
+    fn defer(guard: &Self::Guard, f: impl FnOnce() + Send + 'static) {
+        guard.defer(f);
+    }
+
+    fn flush(guard: &Self::Guard) {
+        guard.flush();
+    }
+}
+
+/// The reclaimer of the production build.
+pub type DefaultReclaim = EpochReclaim;
+
+/// A raw pointer that may cross threads because its pointee is `Send` and
+/// has exactly one owner (the deferred drop).
+struct Retired<T>(*mut T);
+
+// SAFETY: the pointer is the unique owner of a `Box<T>` with `T: Send`; the
+// deferred function is the only code that uses it.
+unsafe impl<T: Send> Send for Retired<T> {}
+
+impl<T> Retired<T> {
+    fn free(self) {
+        // SAFETY: the pointer came from `Box::into_raw` and was unlinked before
+        // it was retired, so this is its only owner.
+        drop(unsafe { Box::from_raw(self.0) });
+    }
+}
+
+/// A heap value published through one atomic pointer. Readers load it under
+/// a guard; writers replace it and retire the old value.
+pub struct AtomicBox<T> {
+    ptr: AtomicPtr<T>,
+    owns: PhantomData<Box<T>>,
+}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for AtomicBox<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // SAFETY: the pointer is always a live box while `self` exists, and a
+        // shared borrow of `self` keeps it from being dropped.
+        f.debug_tuple("AtomicBox").field(unsafe { &*self.ptr.load(Ordering::Acquire) }).finish()
+    }
+}
+
+// SAFETY: the box is shared between threads like an `Arc<T>`: readers get `&T`
+// (needs `T: Sync`), and retired values are dropped elsewhere (needs `T: Send`).
+unsafe impl<T: Send + Sync> Send for AtomicBox<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send + Sync> Sync for AtomicBox<T> {}
+
+impl<T: Send + Sync + 'static> AtomicBox<T> {
+    /// Publishes `value`.
+    pub fn new(value: T) -> Self {
+        Self {
+            ptr: AtomicPtr::new(Box::into_raw(Box::new(value))),
+            owns: PhantomData,
+        }
+    }
+
+    /// The current value, valid while the guard lives.
+    #[inline]
+    pub fn load<'g, R: Reclaim>(&'g self, _guard: &'g R::Guard) -> &'g T {
+        // Acquire: pairs with the Release publication, so the value's
+        // initialization is visible.
+        let ptr = self.ptr.load(Ordering::Acquire);
+        // SAFETY: the pointer is a live box; a replaced box is retired through
+        // `R` after the guard's pin, so it outlives `'g`.
+        unsafe { &*ptr }
+    }
+
+    /// Replaces the value if it is still `current` (pointer equality). On
+    /// success the old value is retired; on failure `new` is returned.
+    pub fn compare_exchange<R: Reclaim>(
+        &self,
+        current: &T,
+        new: Box<T>,
+        guard: &R::Guard,
+    ) -> Result<(), Box<T>> {
+        let new = Box::into_raw(new);
+        // AcqRel: Release publishes `new`'s initialization; Acquire orders the
+        // retire after every reader-visible load of the old value.
+        match self.ptr.compare_exchange(
+            current as *const T as *mut T,
+            new,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(old) => {
+                let old = Retired(old);
+                R::defer(guard, move || old.free());
+                Ok(())
+            }
+            // SAFETY: `new` came from `Box::into_raw` above and was not published.
+            Err(_) => Err(unsafe { Box::from_raw(new) }),
+        }
+    }
+
+    /// Replaces the value and retires the old one.
+    pub fn store<R: Reclaim>(&self, new: T, guard: &R::Guard) {
+        let old = Retired(self.swap_raw(new));
+        R::defer(guard, move || old.free());
+    }
+
+    /// Replaces the value and returns the old one *without* retiring it: the
+    /// caller moves it to a new owner that keeps it published (a split hands
+    /// the child map to the suffix), so readers that loaded it keep a live value.
+    pub fn replace_and_transfer(&self, new: T) -> AtomicBox<T> {
+        AtomicBox {
+            ptr: AtomicPtr::new(self.swap_raw(new)),
+            owns: PhantomData,
+        }
+    }
+
+    fn swap_raw(&self, new: T) -> *mut T {
+        // AcqRel: Release publishes `new`; Acquire orders our later use of the
+        // old pointer after its publication.
+        self.ptr.swap(Box::into_raw(Box::new(new)), Ordering::AcqRel)
+    }
+
+    /// Unique access (no reader can exist).
+    pub fn get_mut(&mut self) -> &mut T {
+        // SAFETY: `&mut self` proves no other reference to the box exists.
+        unsafe { &mut *self.ptr.load(Ordering::Relaxed) }
+    }
+}
+
+impl<T> Drop for AtomicBox<T> {
+    fn drop(&mut self) {
+        // SAFETY: dropping the owner means nothing can reach the value any
+        // more: retired values are dropped through the reclaimer, and a box is
+        // dropped only when its owner is unreachable.
+        drop(unsafe { Box::from_raw(self.ptr.load(Ordering::Relaxed)) });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replaced_values_are_freed_after_the_pin_ends() {
+        let value = Arc::new(());
+        let boxed = AtomicBox::new(Arc::clone(&value));
+        {
+            let guard = EpochReclaim::pin();
+            let seen = boxed.load::<EpochReclaim>(&guard);
+            boxed.store::<EpochReclaim>(Arc::new(()), &guard);
+            assert_eq!(Arc::strong_count(seen), 2, "still alive under the pin");
+        }
+        EpochReclaim::wait_for_pinned_threads();
+        for _ in 0..1000 {
+            if Arc::strong_count(&value) == 1 {
+                break;
+            }
+            EpochReclaim::flush(&EpochReclaim::pin());
+        }
+        assert_eq!(Arc::strong_count(&value), 1);
+    }
+}
