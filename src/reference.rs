@@ -1,0 +1,1 @@
+//! The reference model (being written).
