@@ -134,6 +134,25 @@ impl SlotBits {
         INLINE_WORDS * (1 + self.chunks.len())
     }
 
+    /// Replaces the contents with `words` (word `i` holds slots `64i..64i+64`).
+    pub fn assign_words(&mut self, words: &[u64]) {
+        self.clear();
+        for (index, &word) in words.iter().enumerate() {
+            if word == 0 {
+                continue;
+            }
+            let chunk = index / INLINE_WORDS;
+            if chunk == 0 {
+                self.inline[index] = word;
+            } else {
+                if self.chunks.len() < chunk {
+                    self.chunks.resize(chunk, [0; INLINE_WORDS]);
+                }
+                self.chunks[chunk - 1][index % INLINE_WORDS] = word;
+            }
+        }
+    }
+
     /// The slots in ascending order.
     pub fn iter(&self) -> impl Iterator<Item = Slot> + '_ {
         self.words().flat_map(|(index, word)| BitIter { word }.map(move |bit| Slot((index * 64 + bit) as u16)))

@@ -1,0 +1,198 @@
+//! `Indexer`: lane threads in front of a shared tree.
+//!
+//! Protocol. Each lane is an OS thread that owns one [`Lane`] (its reverse
+//! lookups) and applies events from its FIFO channel. Every rank is routed to
+//! one lane, chosen round-robin the first time the rank is seen and kept for
+//! the indexer's lifetime, so one rank's events apply in order while lanes
+//! change shared nodes concurrently. Reads (`find_matches`, `dump_events`) run
+//! inline on the caller's thread. `flush` sends a marker down every lane and
+//! waits for each to answer, so everything enqueued before it has been
+//! applied. Rank removal first has every lane drop the target's lookups (and
+//! waits for all of them), then unmaps, sweeps and releases the slots on the
+//! caller's thread.
+
+use crate::tree::{EventOutcome, Lane, LaneCounters, Tree, TreeConfig};
+use crate::types::{KvError, LocalBlockHash, MatchDetails, OverlapScores, RouterEvent, WorkerId, WorkerWithDpRank};
+use crtc_strategies::sync::atomic::{AtomicUsize, Ordering};
+use crtc_strategies::sync::mpsc::{channel, Receiver, Sender};
+use crtc_strategies::sync::{thread, Arc, Mutex};
+use crtc_strategies::{RwLockGate, ShapeGate};
+use rustc_hash::FxHashMap;
+
+type RankFilter = Arc<dyn Fn(WorkerWithDpRank) -> bool + Send + Sync>;
+
+enum Task {
+    Event(RouterEvent),
+    EventWithAck(RouterEvent, Sender<Result<EventOutcome, KvError>>),
+    Flush(Sender<()>),
+    DropRanks(RankFilter, Sender<()>),
+}
+
+struct LaneHandle {
+    tasks: Sender<Task>,
+    counters: Arc<LaneCounters>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+/// Indexer settings.
+#[derive(Clone, Debug)]
+pub struct IndexerConfig {
+    /// Number of lane threads (at least 1).
+    pub lanes: usize,
+    /// Settings of the shared tree.
+    pub tree: TreeConfig,
+}
+
+impl Default for IndexerConfig {
+    fn default() -> Self {
+        Self { lanes: 2, tree: TreeConfig::default() }
+    }
+}
+
+/// Lane threads applying events to one shared tree.
+pub struct Indexer<G: ShapeGate = RwLockGate> {
+    tree: Arc<Tree<G>>,
+    lanes: Vec<LaneHandle>,
+    routes: Mutex<FxHashMap<WorkerWithDpRank, usize>>,
+    next_lane: AtomicUsize,
+}
+
+fn run_lane<G: ShapeGate>(tree: Arc<Tree<G>>, mut lane: Lane<G>, tasks: Receiver<Task>) {
+    while let Ok(task) = tasks.recv() {
+        match task {
+            Task::Event(event) => {
+                let _ = tree.apply_event(&mut lane, &event);
+            }
+            Task::EventWithAck(event, ack) => {
+                let _ = ack.send(tree.apply_event(&mut lane, &event));
+            }
+            Task::Flush(ack) => {
+                let _ = ack.send(());
+            }
+            Task::DropRanks(target, ack) => {
+                let ranks: Vec<_> = lane.ranks().filter(|r| target(*r)).collect();
+                ranks.into_iter().for_each(|r| lane.drop_rank(r));
+                let _ = ack.send(());
+            }
+        }
+    }
+}
+
+impl<G: ShapeGate> Indexer<G> {
+    /// Starts `config.lanes` lane threads over a new tree.
+    pub fn new(config: IndexerConfig) -> Self {
+        let tree = Arc::new(Tree::new(config.tree));
+        let lanes = (0..config.lanes.max(1))
+            .map(|index| {
+                let lane = tree.new_lane();
+                let counters = Arc::clone(lane.counters());
+                let (tasks, receiver) = channel();
+                let shared = Arc::clone(&tree);
+                let thread = thread::Builder::new()
+                    .name(format!("crtc-lane-{index}"))
+                    .spawn(move || run_lane(shared, lane, receiver))
+                    .ok();
+                LaneHandle { tasks, counters, thread }
+            })
+            .collect();
+        Self {
+            tree,
+            lanes,
+            routes: Mutex::new(FxHashMap::default()),
+            next_lane: AtomicUsize::new(0),
+        }
+    }
+
+    /// The shared tree.
+    pub fn tree(&self) -> &Arc<Tree<G>> {
+        &self.tree
+    }
+
+    /// Counters of every lane.
+    pub fn lane_counters(&self) -> Vec<Arc<LaneCounters>> {
+        self.lanes.iter().map(|l| Arc::clone(&l.counters)).collect()
+    }
+
+    fn lane_of(&self, rank: WorkerWithDpRank) -> usize {
+        *self.routes.lock().entry(rank).or_insert_with(|| {
+            // Relaxed: only spreads ranks over lanes; the map lock orders the rest.
+            self.next_lane.fetch_add(1, Ordering::Relaxed) % self.lanes.len()
+        })
+    }
+
+    fn send(&self, lane: usize, task: Task) -> Result<(), KvError> {
+        self.lanes[lane].tasks.send(task).map_err(|_| KvError::Closed)
+    }
+
+    /// Enqueues `event` on its rank's lane.
+    pub fn apply_event(&self, event: RouterEvent) -> Result<(), KvError> {
+        self.send(self.lane_of(event.rank()), Task::Event(event))
+    }
+
+    /// Applies `event` on its rank's lane and waits for the result.
+    pub fn apply_event_acked(&self, event: RouterEvent) -> Result<EventOutcome, KvError> {
+        let (ack, result) = channel();
+        self.send(self.lane_of(event.rank()), Task::EventWithAck(event, ack))?;
+        result.recv().map_err(|_| KvError::Closed)?
+    }
+
+    /// Waits until every event enqueued before the call has been applied.
+    pub fn flush(&self) {
+        self.broadcast(|ack| Task::Flush(ack));
+    }
+
+    fn broadcast(&self, task: impl Fn(Sender<()>) -> Task) {
+        let acks: Vec<_> = (0..self.lanes.len())
+            .filter_map(|lane| {
+                let (ack, done) = channel();
+                self.send(lane, task(ack)).ok().map(|()| done)
+            })
+            .collect();
+        acks.into_iter().for_each(|done| {
+            let _ = done.recv();
+        });
+    }
+
+    /// Scores every rank against `query` (runs on the caller's thread).
+    pub fn find_matches(&self, query: &[LocalBlockHash]) -> OverlapScores {
+        self.tree.find_matches(query, false)
+    }
+
+    /// Scores plus last matched hashes.
+    pub fn find_match_details(&self, query: &[LocalBlockHash]) -> MatchDetails {
+        self.tree.find_match_details(query, false)
+    }
+
+    /// The tree as `Stored` events, after every lane drained what was queued.
+    pub fn dump_events(&self) -> Vec<RouterEvent> {
+        self.flush();
+        self.tree.dump_events()
+    }
+
+    /// Removes every rank of `worker_id`.
+    pub fn remove_worker(&self, worker_id: WorkerId) {
+        self.remove_ranks(Arc::new(move |r: WorkerWithDpRank| r.worker_id == worker_id));
+    }
+
+    /// Removes one rank.
+    pub fn remove_worker_dp_rank(&self, rank: WorkerWithDpRank) {
+        self.remove_ranks(Arc::new(move |r: WorkerWithDpRank| r == rank));
+    }
+
+    fn remove_ranks(&self, target: RankFilter) {
+        self.broadcast(|ack| Task::DropRanks(Arc::clone(&target), ack));
+        self.tree.release_ranks(&*target);
+    }
+}
+
+impl<G: ShapeGate> Drop for Indexer<G> {
+    fn drop(&mut self) {
+        for lane in &mut self.lanes {
+            let (closed, _) = channel();
+            lane.tasks = closed;
+            if let Some(thread) = lane.thread.take() {
+                let _ = thread.join();
+            }
+        }
+    }
+}

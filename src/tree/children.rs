@@ -1,0 +1,228 @@
+//! A node's children: small immutable snapshots, growing to a sharded map.
+//!
+//! Protocol. The child set is one [`AtomicBox`]: `Empty`, or a sorted boxed
+//! slice of one to [`COMPACT_MAX`] children, or a sharded map. Compact states
+//! are immutable: every change builds a new snapshot and publishes it, and the
+//! old one is retired through the gate's reclaimer, so a reader that loaded it
+//! keeps a live allocation (and every child `Arc` in it) until it unpins.
+//! `insert_if_absent` may run concurrently (under a node's *shared* section),
+//! so compact inserts are a compare-exchange loop; inserting a fifth key
+//! publishes a sharded map, which is never demoted. Sharded inserts take the
+//! shard's lock; removals from a sharded map defer dropping the removed `Arc`
+//! through the reclaimer. Removal, clearing and the split hand-off happen only
+//! under the node's exclusive section. Readers borrow children (`&Node`)
+//! without touching reference counts.
+
+use crate::tree::node::Node;
+use crtc_strategies::sync::{spin_loop, Arc, RwLock};
+use crtc_strategies::{AtomicBox, LocalBlockHash, Reclaim, ShapeGate};
+use rustc_hash::FxHashMap;
+
+/// Largest compact snapshot; one more child promotes to the sharded map.
+pub const COMPACT_MAX: usize = 4;
+const SHARDS: usize = 8;
+
+type Entry<G> = (LocalBlockHash, Arc<Node<G>>);
+type Guard<G> = <<G as ShapeGate>::Reclaim as Reclaim>::Guard;
+
+/// One published state of a child set.
+pub enum ChildSet<G: ShapeGate> {
+    /// No children.
+    Empty,
+    /// One to four children sorted by key.
+    Compact(Box<[Entry<G>]>),
+    /// A map sharded by key, mutated in place under its shard locks.
+    Sharded(Box<[RwLock<FxHashMap<LocalBlockHash, Arc<Node<G>>>>]>),
+}
+
+/// Outcome of [`Children::insert_if_absent`].
+pub enum Insert<G: ShapeGate> {
+    /// The key was absent; the given child is now linked.
+    Inserted,
+    /// Another child already holds the key.
+    Existing(Arc<Node<G>>),
+}
+
+/// The children of one node.
+pub struct Children<G: ShapeGate> {
+    set: AtomicBox<ChildSet<G>>,
+}
+
+fn shard_of(key: LocalBlockHash) -> usize {
+    (key.0.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 61) as usize % SHARDS
+}
+
+fn sharded_from<G: ShapeGate>(entries: impl IntoIterator<Item = Entry<G>>) -> ChildSet<G> {
+    let shards: Box<[_]> = (0..SHARDS).map(|_| RwLock::new(FxHashMap::default())).collect();
+    for (key, child) in entries {
+        shards[shard_of(key)].write().insert(key, child);
+    }
+    ChildSet::Sharded(shards)
+}
+
+/// The published state holding exactly `entries` (sorted here).
+fn set_from<G: ShapeGate>(mut entries: Vec<Entry<G>>) -> ChildSet<G> {
+    entries.sort_unstable_by_key(|(k, _)| *k);
+    match entries.len() {
+        0 => ChildSet::Empty,
+        n if n <= COMPACT_MAX => ChildSet::Compact(entries.into_boxed_slice()),
+        _ => sharded_from(entries),
+    }
+}
+
+impl<G: ShapeGate> Default for Children<G> {
+    fn default() -> Self {
+        Self { set: AtomicBox::new(ChildSet::Empty) }
+    }
+}
+
+impl<G: ShapeGate> Children<G> {
+    /// A child set holding exactly `entries`.
+    pub fn with(entries: Vec<Entry<G>>) -> Self {
+        Self { set: AtomicBox::new(set_from(entries)) }
+    }
+
+    /// The child under `key`, borrowed for the guard's lifetime.
+    #[inline]
+    pub fn get<'g>(&'g self, key: LocalBlockHash, guard: &'g Guard<G>) -> Option<&'g Node<G>> {
+        match self.set.load::<G::Reclaim>(guard) {
+            ChildSet::Empty => None,
+            ChildSet::Compact(entries) => entries.iter().find(|(k, _)| *k == key).map(|(_, c)| &**c),
+            ChildSet::Sharded(shards) => {
+                let child = shards[shard_of(key)].read().get(&key).map(|c| Arc::as_ptr(c));
+                // SAFETY: an `Arc` owned by a reachable sharded map is dropped
+                // only through the reclaimer (see `remove`), after `guard`.
+                child.map(|ptr| unsafe { &*ptr })
+            }
+        }
+    }
+
+    /// The child under `key`, as an owned reference.
+    pub fn get_arc(&self, key: LocalBlockHash, guard: &Guard<G>) -> Option<Arc<Node<G>>> {
+        match self.set.load::<G::Reclaim>(guard) {
+            ChildSet::Empty => None,
+            ChildSet::Compact(entries) => entries.iter().find(|(k, _)| *k == key).map(|(_, c)| Arc::clone(c)),
+            ChildSet::Sharded(shards) => shards[shard_of(key)].read().get(&key).cloned(),
+        }
+    }
+
+    /// Every child, as owned references.
+    pub fn snapshot(&self, guard: &Guard<G>) -> Vec<Entry<G>> {
+        match self.set.load::<G::Reclaim>(guard) {
+            ChildSet::Empty => Vec::new(),
+            ChildSet::Compact(entries) => entries.to_vec(),
+            ChildSet::Sharded(shards) => shards
+                .iter()
+                .flat_map(|shard| shard.read().iter().map(|(k, c)| (*k, Arc::clone(c))).collect::<Vec<_>>())
+                .collect(),
+        }
+    }
+
+    /// Number of children.
+    pub fn len(&self, guard: &Guard<G>) -> usize {
+        match self.set.load::<G::Reclaim>(guard) {
+            ChildSet::Empty => 0,
+            ChildSet::Compact(entries) => entries.len(),
+            ChildSet::Sharded(shards) => shards.iter().map(|s| s.read().len()).sum(),
+        }
+    }
+
+    /// Whether the set is sharded (diagnostics and tests).
+    pub fn is_sharded(&self, guard: &Guard<G>) -> bool {
+        matches!(self.set.load::<G::Reclaim>(guard), ChildSet::Sharded(_))
+    }
+
+    /// Links `child` under `key` unless a child holds the key already.
+    /// Callers hold at least the node's shared section.
+    pub fn insert_if_absent(&self, key: LocalBlockHash, child: &Arc<Node<G>>, guard: &Guard<G>) -> Insert<G> {
+        loop {
+            let current = self.set.load::<G::Reclaim>(guard);
+            let next = match current {
+                ChildSet::Sharded(shards) => {
+                    let mut shard = shards[shard_of(key)].write();
+                    return match shard.get(&key) {
+                        Some(existing) => Insert::Existing(Arc::clone(existing)),
+                        None => {
+                            shard.insert(key, Arc::clone(child));
+                            Insert::Inserted
+                        }
+                    };
+                }
+                ChildSet::Empty => ChildSet::Compact(Box::new([(key, Arc::clone(child))])),
+                ChildSet::Compact(entries) => {
+                    if let Some((_, existing)) = entries.iter().find(|(k, _)| *k == key) {
+                        return Insert::Existing(Arc::clone(existing));
+                    }
+                    let mut grown = entries.to_vec();
+                    grown.push((key, Arc::clone(child)));
+                    set_from(grown)
+                }
+            };
+            match self.set.compare_exchange::<G::Reclaim>(current, Box::new(next), guard) {
+                Ok(()) => return Insert::Inserted,
+                Err(_) => spin_loop(),
+            }
+        }
+    }
+
+    /// Unlinks the child under `key` if it is `expected`. Exclusive section only.
+    pub fn remove(&self, key: LocalBlockHash, expected: &Node<G>, guard: &Guard<G>) -> bool {
+        match self.set.load::<G::Reclaim>(guard) {
+            ChildSet::Empty => false,
+            ChildSet::Compact(entries) => {
+                let Some(index) = entries.iter().position(|(k, c)| *k == key && std::ptr::eq(&**c, expected)) else {
+                    return false;
+                };
+                let mut rest = entries.to_vec();
+                rest.remove(index);
+                let next = set_from(rest);
+                self.set.store::<G::Reclaim>(next, guard);
+                true
+            }
+            ChildSet::Sharded(shards) => {
+                let mut shard = shards[shard_of(key)].write();
+                if !shard.get(&key).is_some_and(|c| std::ptr::eq(&**c, expected)) {
+                    return false;
+                }
+                let removed = shard.remove(&key);
+                G::Reclaim::defer(guard, move || drop(removed));
+                true
+            }
+        }
+    }
+
+    /// Unlinks every child; returns whether there was any. Exclusive section only.
+    pub fn clear(&self, guard: &Guard<G>) -> bool {
+        if self.len(guard) == 0 {
+            return false;
+        }
+        self.set.store::<G::Reclaim>(ChildSet::Empty, guard);
+        true
+    }
+
+    /// Moves the whole published set out (to a split's suffix), leaving this
+    /// node empty until [`Children::publish`]. Exclusive section only. The
+    /// moved set stays published, so readers that loaded it keep a live value.
+    pub fn take_for_split(&self) -> Children<G> {
+        Children { set: self.set.replace_and_transfer(ChildSet::Empty) }
+    }
+
+    /// Replaces the whole set with exactly `entries`, retiring the old one.
+    /// Exclusive section only.
+    pub fn publish(&self, entries: Vec<Entry<G>>, guard: &Guard<G>) {
+        self.set.store::<G::Reclaim>(set_from(entries), guard);
+    }
+
+    /// Takes every child out, for an iterative drop (unique access).
+    pub fn take_all(&mut self) -> Vec<Arc<Node<G>>> {
+        match std::mem::replace(self.set.get_mut(), ChildSet::Empty) {
+            ChildSet::Empty => Vec::new(),
+            ChildSet::Compact(entries) => entries.into_vec().into_iter().map(|(_, c)| c).collect(),
+            ChildSet::Sharded(shards) => shards
+                .into_vec()
+                .into_iter()
+                .flat_map(|s| s.into_inner().into_values())
+                .collect(),
+        }
+    }
+}

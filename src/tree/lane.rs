@@ -1,0 +1,270 @@
+//! Lane-local state: the reverse lookup `(rank, external) -> node` of the
+//! ranks routed to one lane, and the lane's counters.
+//!
+//! Protocol. Entries may go stale after another lane splits a node (they then
+//! name the prefix while the block moved to the suffix); they are repaired
+//! lazily, only when a locked operation reports the hash missing. The lane
+//! holds exactly one `Arc` per distinct node its entries name, with a
+//! lane-local count of entries, so adding or moving entries touches a node's
+//! shared reference count only for the first and last entry naming it; the
+//! fast path reuses the hold's id and touches no shared count at all.
+//! Redirects and scrubs change only entries that still name the node being
+//! replaced or emptied, never entries that name another node.
+
+use crate::tree::node::Node;
+use crate::types::{ExternalSequenceBlockHash, WorkerWithDpRank};
+use crtc_strategies::sync::atomic::{AtomicU64, Ordering};
+use crtc_strategies::sync::Arc;
+use crtc_strategies::{AppendMiss, ShapeGate};
+use rustc_hash::FxHashMap;
+
+/// A dense, lane-local name for a held node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct NodeId(u32);
+
+struct Hold<G: ShapeGate> {
+    node: Arc<Node<G>>,
+    entries: usize,
+}
+
+/// One lane's reverse lookups and node holds.
+pub struct Lane<G: ShapeGate> {
+    ranks: FxHashMap<WorkerWithDpRank, FxHashMap<ExternalSequenceBlockHash, NodeId>>,
+    holds: Vec<Option<Hold<G>>>,
+    free: Vec<u32>,
+    by_addr: FxHashMap<usize, NodeId>,
+    counters: Arc<LaneCounters>,
+}
+
+impl<G: ShapeGate> Default for Lane<G> {
+    fn default() -> Self {
+        Self {
+            ranks: FxHashMap::default(),
+            holds: Vec::new(),
+            free: Vec::new(),
+            by_addr: FxHashMap::default(),
+            counters: Arc::new(LaneCounters::default()),
+        }
+    }
+}
+
+impl<G: ShapeGate> Lane<G> {
+    /// The lane's counters (shared so an indexer can read them).
+    pub fn counters(&self) -> &Arc<LaneCounters> {
+        &self.counters
+    }
+
+    /// Registers `rank` on this lane (removals are no longer unknown).
+    pub fn add_rank(&mut self, rank: WorkerWithDpRank) {
+        self.ranks.entry(rank).or_default();
+    }
+
+    /// Whether `rank` was registered on this lane.
+    pub fn has_rank(&self, rank: WorkerWithDpRank) -> bool {
+        self.ranks.contains_key(&rank)
+    }
+
+    /// The ranks registered on this lane.
+    pub fn ranks(&self) -> impl Iterator<Item = WorkerWithDpRank> + '_ {
+        self.ranks.keys().copied()
+    }
+
+    /// Number of entries of `rank`.
+    pub fn entry_count(&self, rank: WorkerWithDpRank) -> usize {
+        self.ranks.get(&rank).map_or(0, |m| m.len())
+    }
+
+    /// Number of distinct nodes held.
+    pub fn held_nodes(&self) -> usize {
+        self.by_addr.len()
+    }
+
+    /// The id of the entry `(rank, hash)`.
+    #[inline]
+    pub fn entry(&self, rank: WorkerWithDpRank, hash: ExternalSequenceBlockHash) -> Option<NodeId> {
+        self.ranks.get(&rank)?.get(&hash).copied()
+    }
+
+    /// The held node behind `id`, borrowed (no reference count change).
+    #[inline]
+    pub fn node(&self, id: NodeId) -> &Arc<Node<G>> {
+        match &self.holds[id.0 as usize] {
+            Some(hold) => &hold.node,
+            None => unreachable!("entries name only held nodes"),
+        }
+    }
+
+    /// The id of `node` if an entry names it.
+    pub fn id_of(&self, node: &Node<G>) -> Option<NodeId> {
+        self.by_addr.get(&node.addr()).copied()
+    }
+
+    fn hold(&mut self, node: &Arc<Node<G>>) -> NodeId {
+        if let Some(&id) = self.by_addr.get(&node.addr()) {
+            return id;
+        }
+        let hold = Some(Hold { node: Arc::clone(node), entries: 0 });
+        let id = match self.free.pop() {
+            Some(index) => {
+                self.holds[index as usize] = hold;
+                NodeId(index)
+            }
+            None => {
+                self.holds.push(hold);
+                NodeId(self.holds.len() as u32 - 1)
+            }
+        };
+        self.by_addr.insert(node.addr(), id);
+        id
+    }
+
+    fn count(&mut self, id: NodeId, delta: isize) {
+        let slot = &mut self.holds[id.0 as usize];
+        let Some(hold) = slot else { return };
+        hold.entries = hold.entries.saturating_add_signed(delta);
+        if hold.entries == 0 {
+            self.by_addr.remove(&hold.node.addr());
+            *slot = None;
+            self.free.push(id.0);
+        }
+    }
+
+    /// Points the entries of `hashes` at the held node `id`; returns how many
+    /// were new or changed.
+    pub fn upsert_held(
+        &mut self,
+        rank: WorkerWithDpRank,
+        hashes: impl IntoIterator<Item = ExternalSequenceBlockHash>,
+        id: NodeId,
+    ) -> usize {
+        let mut changed = 0;
+        let mut replaced = Vec::new();
+        let map = self.ranks.entry(rank).or_default();
+        for hash in hashes {
+            match map.insert(hash, id) {
+                Some(old) if old == id => continue,
+                Some(old) => replaced.push(old),
+                None => {}
+            }
+            changed += 1;
+        }
+        self.count(id, changed as isize);
+        for old in replaced {
+            self.count(old, -1);
+        }
+        changed
+    }
+
+    /// Points the entries of `hashes` at `node`; returns how many changed.
+    pub fn upsert(
+        &mut self,
+        rank: WorkerWithDpRank,
+        hashes: impl IntoIterator<Item = ExternalSequenceBlockHash>,
+        node: &Arc<Node<G>>,
+    ) -> usize {
+        let id = self.hold(node);
+        let changed = self.upsert_held(rank, hashes, id);
+        if changed == 0 {
+            self.count(id, 0);
+        }
+        changed
+    }
+
+    /// Removes the entry `(rank, hash)`.
+    pub fn remove(&mut self, rank: WorkerWithDpRank, hash: ExternalSequenceBlockHash) -> bool {
+        let Some(id) = self.ranks.get_mut(&rank).and_then(|m| m.remove(&hash)) else {
+            return false;
+        };
+        self.count(id, -1);
+        true
+    }
+
+    /// Removes the entries of `hashes` that name one of `nodes`.
+    pub fn remove_naming(&mut self, rank: WorkerWithDpRank, hashes: &[ExternalSequenceBlockHash], nodes: [&Node<G>; 2]) {
+        let ids: Vec<NodeId> = nodes.iter().filter_map(|n| self.id_of(n)).collect();
+        for &hash in hashes {
+            if self.entry(rank, hash).is_some_and(|id| ids.contains(&id)) {
+                self.remove(rank, hash);
+            }
+        }
+    }
+
+    /// Moves the entry `(rank, hash)` from `from` to `to` if it names `from`.
+    pub fn redirect(&mut self, rank: WorkerWithDpRank, hash: ExternalSequenceBlockHash, from: &Node<G>, to: &Arc<Node<G>>) -> bool {
+        let Some(from_id) = self.id_of(from) else { return false };
+        if self.entry(rank, hash) != Some(from_id) {
+            return false;
+        }
+        let to_id = self.hold(to);
+        self.upsert_held(rank, [hash], to_id) > 0
+    }
+
+    /// Drops every entry of `rank` and unregisters it.
+    pub fn drop_rank(&mut self, rank: WorkerWithDpRank) {
+        let Some(map) = self.ranks.remove(&rank) else { return };
+        for id in map.into_values() {
+            self.count(id, -1);
+        }
+    }
+
+    /// Length of the run starting at `hashes[0]`: 1 plus the following hashes
+    /// whose entries name one of `ids`.
+    pub fn run_naming(&self, rank: WorkerWithDpRank, hashes: &[ExternalSequenceBlockHash], ids: &[NodeId]) -> usize {
+        1 + hashes
+            .iter()
+            .skip(1)
+            .take_while(|&&h| self.entry(rank, h).is_some_and(|id| ids.contains(&id)))
+            .count()
+    }
+}
+
+/// A counter with one writer (its lane) and any number of readers: the
+/// writer's increment is a load and a store, never a shared read-modify-write.
+#[derive(Debug, Default)]
+pub struct Counter(AtomicU64);
+
+impl Counter {
+    /// Adds `n` (single writer).
+    #[inline]
+    pub fn add(&self, n: u64) {
+        // Relaxed: statistics only; one writer, so load+store loses nothing.
+        self.0.store(self.0.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+    }
+    /// The current value.
+    pub fn get(&self) -> u64 {
+        // Relaxed: statistics only.
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// What one lane did.
+#[derive(Debug, Default)]
+pub struct LaneCounters {
+    /// Stores applied (including duplicates).
+    pub stores: Counter,
+    /// Stores that changed nothing.
+    pub duplicate_stores: Counter,
+    /// Removal events applied.
+    pub removals: Counter,
+    /// Cleared events applied.
+    pub clears: Counter,
+    /// Events rejected with an error.
+    pub errors: Counter,
+    /// Stores the decode fast path applied.
+    pub fast_path_hits: Counter,
+    /// Stores the fast path declined, per [`AppendMiss`] reason.
+    pub fast_path_misses: [Counter; 5],
+    /// Stores that ran the general planning path.
+    pub general_stores: Counter,
+    /// Lookup repairs (scans below a stale node).
+    pub repairs: Counter,
+    /// Plans that failed validation and were re-made.
+    pub restarts: Counter,
+}
+
+impl LaneCounters {
+    /// Fast-path misses for `reason`.
+    pub fn misses(&self, reason: AppendMiss) -> u64 {
+        self.fast_path_misses[reason.index()].get()
+    }
+}

@@ -1,0 +1,146 @@
+//! `find_matches`: per-rank overlap of a query with the tree.
+//!
+//! Protocol. The reader pins once and loads the slot table once. It starts at
+//! the root's child keyed by the first query hash. On the first node the
+//! active set is the node's full bits, and cutoff slots score directly. On
+//! every later node the active set is intersected with the node's full bits —
+//! always, even when the sizes are equal — and each dropped slot scores
+//! `depth + min(cutoff, matched)`; a cutoff counts only for a slot that was
+//! full on every node before. The walk stops at a partial edge match, an empty
+//! active set, a missing child, or (early exit) one survivor. Each node is
+//! read in one `read` section of its gate, which yields the edge match, the
+//! coverage change and the next child from one consistent view; the closure
+//! writes only its own scratch buffers, so an optimistic gate may re-run it.
+//! No reference counts are taken, and nothing is allocated per hop beyond the
+//! reused buffers.
+
+use super::node::Node;
+use super::Tree;
+use crate::types::{ExternalSequenceBlockHash, LocalBlockHash, MatchDetails, OverlapScores};
+use crtc_strategies::{Reclaim, ShapeGate, ShapeRead, Slot, SlotBits};
+
+/// One credit: a slot, its score, and the external hash of its last block.
+type Credit = (Slot, usize, Option<ExternalSequenceBlockHash>);
+
+/// The result of reading one node.
+struct Hop<'g, G: ShapeGate> {
+    matched: usize,
+    last: Option<ExternalSequenceBlockHash>,
+    next: Option<&'g Node<G>>,
+}
+
+/// Buffers a walk reuses across hops.
+#[derive(Default)]
+struct Scratch {
+    words: Vec<u64>,
+    dropped: Vec<(Slot, usize, Option<ExternalSequenceBlockHash>)>,
+}
+
+fn record_first(shape: &impl ShapeRead, matched: usize, scratch: &mut Scratch) {
+    scratch.words.extend((0..shape.full_word_count()).map(|i| shape.full_word(i)));
+    shape.for_each_cutoff(|slot, k| {
+        let credited = (k as usize).min(matched);
+        if credited > 0 {
+            scratch.dropped.push((slot, credited, Some(shape.pair(credited - 1).external)));
+        }
+    });
+}
+
+fn record_later(shape: &impl ShapeRead, matched: usize, active: &SlotBits, scratch: &mut Scratch) {
+    for (index, word) in active.words() {
+        let kept = word & shape.full_word(index);
+        scratch.words.push(kept);
+        let mut gone = word & !kept;
+        while gone != 0 {
+            let slot = Slot((index * 64) as u16 + gone.trailing_zeros() as u16);
+            let credited = shape.cutoff(slot).map_or(0, |k| (k as usize).min(matched));
+            let last = (credited > 0).then(|| shape.pair(credited - 1).external);
+            scratch.dropped.push((slot, credited, last));
+            gone &= gone - 1;
+        }
+    }
+}
+
+impl<G: ShapeGate> Tree<G> {
+    /// Scores every rank by how many leading blocks of `query` it holds.
+    pub fn find_matches(&self, query: &[LocalBlockHash], early_exit: bool) -> OverlapScores {
+        self.find_match_details(query, early_exit).scores
+    }
+
+    /// Like [`Tree::find_matches`], plus the last matched external hash per rank.
+    pub fn find_match_details(&self, query: &[LocalBlockHash], early_exit: bool) -> MatchDetails {
+        let guard = G::Reclaim::pin();
+        let credits = self.walk(query, early_exit, &guard);
+        let table = self.slots.table(&guard);
+        let mut details = MatchDetails::default();
+        for (slot, score, last) in credits {
+            let Some(owner) = table.owner(slot) else { continue };
+            details.scores.scores.insert(owner, score as u32);
+            if let Some(last) = last {
+                details.last_matched.insert(owner, last);
+            }
+        }
+        details
+    }
+
+    fn walk(
+        &self,
+        query: &[LocalBlockHash],
+        early_exit: bool,
+        guard: &<G::Reclaim as Reclaim>::Guard,
+    ) -> Vec<Credit> {
+        let mut credits = Vec::new();
+        let Some(mut node) = query.first().and_then(|&key| self.root.children.get(key, guard)) else {
+            return credits;
+        };
+        let (mut active, mut scratch) = (SlotBits::new(), Scratch::default());
+        let (mut depth, mut first, mut prev_last) = (0, true, None);
+        loop {
+            let rest = &query[depth..];
+            let hop = Self::read_hop(node, rest, first, &active, &mut scratch, guard);
+            active.assign_words(&scratch.words);
+            for &(slot, credited, last) in &scratch.dropped {
+                if depth + credited > 0 {
+                    credits.push((slot, depth + credited, last.or(prev_last)));
+                }
+            }
+            prev_last = hop.last.or(prev_last);
+            first = false;
+            if active.is_empty() {
+                return credits;
+            }
+            depth += hop.matched;
+            let Some(next) = hop.next.filter(|_| !(early_exit && active.len() == 1)) else {
+                break;
+            };
+            node = next;
+        }
+        credits.extend(active.iter().filter(|_| depth > 0).map(|slot| (slot, depth, prev_last)));
+        credits
+    }
+
+    fn read_hop<'g>(
+        node: &'g Node<G>,
+        rest: &[LocalBlockHash],
+        first: bool,
+        active: &SlotBits,
+        scratch: &mut Scratch,
+        guard: &'g <G::Reclaim as Reclaim>::Guard,
+    ) -> Hop<'g, G> {
+        node.gate.read(|shape| {
+            scratch.words.clear();
+            scratch.dropped.clear();
+            let edge_len = shape.len();
+            let matched = (1 + shape.local_match_len(1, rest.iter().skip(1).copied())).min(edge_len).min(rest.len());
+            if first {
+                record_first(shape, matched, scratch);
+            } else {
+                record_later(shape, matched, active, scratch);
+            }
+            let last = matched.checked_sub(1).map(|p| shape.pair(p).external);
+            let descend = matched == edge_len && matched < rest.len();
+            let next = descend.then(|| node.children.get(rest[matched], guard)).flatten();
+            Hop { matched, last, next }
+        })
+    }
+}

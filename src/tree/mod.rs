@@ -1,0 +1,232 @@
+//! The compressed concurrent radix tree, generic over its node strategy.
+//!
+//! Protocol overview (the details open each submodule):
+//!
+//! * Every non-root node owns a compressed edge; children are keyed by the
+//!   first local hash of their edge. Coverage per node is a full bitset of
+//!   rank slots plus cutoffs. The shape lives behind the node's [`ShapeGate`].
+//! * Writers are lanes: each rank's events run on one lane, in order, while
+//!   lanes change shared nodes concurrently. Every write is *plan then
+//!   commit*: a plan carries the version it was made under and its commit
+//!   validates it, re-planning when the shape changed.
+//! * Readers pin the reclaimer once per walk, take no reference counts, and
+//!   see one consistent view per node.
+//!
+//! See `store`, `remove`, `matches` and `dump` for each operation.
+
+mod children;
+mod dump;
+mod lane;
+mod matches;
+mod node;
+mod remove;
+mod repair;
+mod slots;
+mod store;
+
+pub use lane::{Counter, Lane, LaneCounters, NodeId};
+pub use store::StoreOutcome;
+
+use crate::types::{KvCacheEventData, KvError, RouterEvent, WorkerId, WorkerWithDpRank};
+use crtc_strategies::sync::Arc;
+use crtc_strategies::{Reclaim, RwLockGate, ShapeGate, ShapeRead};
+use node::Node;
+use slots::SlotRegistry;
+
+/// Tree settings.
+#[derive(Clone, Debug)]
+pub struct TreeConfig {
+    /// Try the decode tail-append fast path before the general path.
+    pub fast_path: bool,
+    /// Most rank slots the tree issues (at most 65 536).
+    pub slot_capacity: usize,
+}
+
+impl Default for TreeConfig {
+    fn default() -> Self {
+        Self {
+            fast_path: true,
+            slot_capacity: crtc_strategies::MAX_SLOTS,
+        }
+    }
+}
+
+/// What applying one event did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventOutcome {
+    /// A store was applied.
+    Stored(StoreOutcome),
+    /// A removal was applied (unknown blocks are skipped, not errors).
+    Removed,
+    /// A clear was applied.
+    Cleared,
+}
+
+/// One node as seen by [`Tree::topology`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeInfo {
+    /// Blocks above the node's edge.
+    pub depth: usize,
+    /// The edge.
+    pub edge: Vec<crate::types::BlockPair>,
+    /// Ranks covering the whole edge.
+    pub full: Vec<WorkerWithDpRank>,
+    /// Ranks covering a prefix, with their cutoffs.
+    pub cutoffs: Vec<(WorkerWithDpRank, u32)>,
+    /// Whether the node is internal (sticky).
+    pub internal: bool,
+    /// Number of children.
+    pub children: usize,
+}
+
+/// The tree. `G` is the node synchronization strategy.
+pub struct Tree<G: ShapeGate = RwLockGate> {
+    root: Arc<Node<G>>,
+    slots: SlotRegistry<G::Reclaim>,
+    config: TreeConfig,
+}
+
+type Guard<G> = <<G as ShapeGate>::Reclaim as Reclaim>::Guard;
+
+impl<G: ShapeGate> Default for Tree<G> {
+    fn default() -> Self {
+        Self::new(TreeConfig::default())
+    }
+}
+
+impl<G: ShapeGate> Tree<G> {
+    /// An empty tree.
+    pub fn new(config: TreeConfig) -> Self {
+        Self {
+            root: Arc::new(Node::root()),
+            slots: SlotRegistry::new(config.slot_capacity),
+            config,
+        }
+    }
+
+    /// The settings the tree was built with.
+    pub fn config(&self) -> &TreeConfig {
+        &self.config
+    }
+
+    /// A fresh lane (lookups and counters) for applying events.
+    pub fn new_lane(&self) -> Lane<G> {
+        Lane::default()
+    }
+
+    /// Applies one event on `lane`. One rank's events must always use the
+    /// same lane, in order.
+    pub fn apply_event(&self, lane: &mut Lane<G>, event: &RouterEvent) -> Result<EventOutcome, KvError> {
+        let rank = event.rank();
+        let result = match &event.event.data {
+            KvCacheEventData::Stored { parent_hash, blocks } => {
+                self.apply_stored(lane, rank, *parent_hash, blocks).map(EventOutcome::Stored)
+            }
+            KvCacheEventData::Removed { block_hashes } => {
+                self.apply_removed(lane, rank, block_hashes).map(|()| EventOutcome::Removed)
+            }
+            KvCacheEventData::Cleared => {
+                self.apply_cleared(lane, rank);
+                Ok(EventOutcome::Cleared)
+            }
+        };
+        let counters = lane.counters();
+        match &result {
+            Ok(EventOutcome::Stored(outcome)) => {
+                counters.stores.add(1);
+                counters.duplicate_stores.add(outcome.duplicate as u64);
+            }
+            Ok(EventOutcome::Removed) => counters.removals.add(1),
+            Ok(EventOutcome::Cleared) => counters.clears.add(1),
+            Err(_) => counters.errors.add(1),
+        }
+        result
+    }
+
+    /// Removes every rank of `worker_id`: each lane drops their lookups, then
+    /// their slots are unmapped, swept out of the tree and released.
+    pub fn remove_worker(&self, lanes: &mut [&mut Lane<G>], worker_id: WorkerId) {
+        self.remove_ranks(lanes, &|rank: WorkerWithDpRank| rank.worker_id == worker_id);
+    }
+
+    /// Removes one rank, like [`Tree::remove_worker`].
+    pub fn remove_worker_dp_rank(&self, lanes: &mut [&mut Lane<G>], rank: WorkerWithDpRank) {
+        self.remove_ranks(lanes, &|r: WorkerWithDpRank| r == rank);
+    }
+
+    fn remove_ranks(&self, lanes: &mut [&mut Lane<G>], target: &dyn Fn(WorkerWithDpRank) -> bool) {
+        for lane in lanes.iter_mut() {
+            let ranks: Vec<_> = lane.ranks().filter(|r| target(*r)).collect();
+            ranks.into_iter().for_each(|r| lane.drop_rank(r));
+        }
+        self.release_ranks(target);
+    }
+
+    /// Number of rank slots issued so far (released ones included).
+    pub fn slots_issued(&self) -> usize {
+        self.slots.issued()
+    }
+
+    /// Number of nodes reachable from the root (the root excluded).
+    pub fn node_count(&self) -> usize {
+        let mut count = 0;
+        self.visit(|_| count += 1);
+        count
+    }
+
+    /// Approximate bytes held by the reachable nodes.
+    pub fn footprint(&self) -> usize {
+        let mut bytes = 0;
+        self.visit(|node| bytes += std::mem::size_of::<Node<G>>() + node.gate.footprint());
+        bytes
+    }
+
+    /// Number of (node, rank) coverage records: one per full bit or cutoff.
+    pub fn membership_count(&self) -> usize {
+        let mut count = 0;
+        self.visit(|node| {
+            node.gate.read(|s| {
+                let full: usize = (0..s.full_word_count()).map(|i| s.full_word(i).count_ones() as usize).sum();
+                let mut cut = 0;
+                s.for_each_cutoff(|_, _| cut += 1);
+                count += full + cut;
+            })
+        });
+        count
+    }
+
+    /// Every reachable node (the root excluded), parents before children, for
+    /// diagnostics and tests.
+    pub fn topology(&self) -> Vec<NodeInfo> {
+        let guard = G::Reclaim::pin();
+        let table = self.slots.table(&guard);
+        let mut nodes = Vec::new();
+        let mut stack: Vec<(usize, Arc<Node<G>>)> =
+            self.root.children.snapshot(&guard).into_iter().map(|(_, c)| (0, c)).collect();
+        while let Some((depth, node)) = stack.pop() {
+            let mut info = node.gate.read(|s| {
+                let mut edge = Vec::new();
+                s.copy_pairs(0..s.len(), &mut edge);
+                let full = s.full_slots().into_iter().filter_map(|slot| table.owner(slot)).collect();
+                let mut cutoffs = Vec::new();
+                s.for_each_cutoff(|slot, k| cutoffs.extend(table.owner(slot).map(|r| (r, k))));
+                NodeInfo { depth, edge, full, cutoffs, internal: s.is_internal(), children: 0 }
+            });
+            let children = node.children.snapshot(&guard);
+            info.children = children.len();
+            stack.extend(children.into_iter().map(|(_, c)| (depth + info.edge.len(), c)));
+            nodes.push(info);
+        }
+        nodes
+    }
+
+    /// Visits every node reachable from the root (the root excluded).
+    fn visit(&self, mut f: impl FnMut(&Node<G>)) {
+        let guard = G::Reclaim::pin();
+        let mut stack = self.root.children.snapshot(&guard);
+        while let Some((_, node)) = stack.pop() {
+            f(&node);
+            stack.extend(node.children.snapshot(&guard));
+        }
+    }
+}
