@@ -138,7 +138,7 @@ impl<G: ShapeGate> Indexer<G> {
 
     /// Waits until every event enqueued before the call has been applied.
     pub fn flush(&self) {
-        self.broadcast(|ack| Task::Flush(ack));
+        self.broadcast(Task::Flush);
     }
 
     fn broadcast(&self, task: impl Fn(Sender<()>) -> Task) {

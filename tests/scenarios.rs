@@ -14,19 +14,11 @@ macro_rules! scenarios {
                 Fixture::new(FAST, lanes)
             }
 
-            #[test]
-            fn decode_tail_extends_in_place() {
-                let mut f = fixture(1);
-                f.apply(0, store(1, &[], &[1, 2, 3]));
-                f.apply(0, store(1, &[1, 2, 3], &[4]));
-                f.apply(0, store(1, &[1, 2, 3, 4], &[5]));
-                f.apply(0, store(1, &[1, 2, 3, 4, 5], &[6]));
-                assert_eq!(f.edge_lengths(), vec![6]);
-                assert_eq!(f.score(1, &[1, 2, 3, 4, 5, 6, 7]), 6);
-                let dump = f.tree.dump_events();
-                assert_eq!(dump.len(), 1);
-                assert_eq!(dump[0], crtc::types::RouterEvent { ..store(1, &[], &[1, 2, 3, 4, 5, 6]) });
+            fn lane_hits(f: &Fixture<G>, lane: usize) -> u64 {
+                f.lanes[lane].counters().fast_path_hits.get()
             }
+
+            include!("suite/catalogue.rs");
         }
     };
 }

@@ -23,6 +23,7 @@ pub const COMPACT_MAX: usize = 4;
 const SHARDS: usize = 8;
 
 type Entry<G> = (LocalBlockHash, Arc<Node<G>>);
+type Shard<G> = RwLock<FxHashMap<LocalBlockHash, Arc<Node<G>>>>;
 type Guard<G> = <<G as ShapeGate>::Reclaim as Reclaim>::Guard;
 
 /// One published state of a child set.
@@ -32,7 +33,7 @@ pub enum ChildSet<G: ShapeGate> {
     /// One to four children sorted by key.
     Compact(Box<[Entry<G>]>),
     /// A map sharded by key, mutated in place under its shard locks.
-    Sharded(Box<[RwLock<FxHashMap<LocalBlockHash, Arc<Node<G>>>>]>),
+    Sharded(Box<[Shard<G>]>),
 }
 
 /// Outcome of [`Children::insert_if_absent`].
@@ -89,7 +90,7 @@ impl<G: ShapeGate> Children<G> {
             ChildSet::Empty => None,
             ChildSet::Compact(entries) => entries.iter().find(|(k, _)| *k == key).map(|(_, c)| &**c),
             ChildSet::Sharded(shards) => {
-                let child = shards[shard_of(key)].read().get(&key).map(|c| Arc::as_ptr(c));
+                let child = shards[shard_of(key)].read().get(&key).map(Arc::as_ptr);
                 // SAFETY: an `Arc` owned by a reachable sharded map is dropped
                 // only through the reclaimer (see `remove`), after `guard`.
                 child.map(|ptr| unsafe { &*ptr })

@@ -113,14 +113,16 @@ impl<R: Reclaim> SlotRegistry<R> {
         unmapped
     }
 
-    /// Vacates `slots` now and frees them for reuse once every thread pinned
-    /// before this call has unpinned. The slots must have been swept.
+    /// Vacates `slots`, waits until every thread pinned before has unpinned
+    /// (so no reader still holds a table crediting the old owner), then frees
+    /// them for reuse. The slots must have been swept; the caller must not be
+    /// pinned.
     pub fn release(&self, slots: &[Slot]) {
         if slots.is_empty() {
             return;
         }
-        let guard = R::pin();
         {
+            let guard = R::pin();
             let _issue = self.issue.lock();
             let mut next = self.table(&guard).clone();
             for slot in slots {
@@ -130,13 +132,10 @@ impl<R: Reclaim> SlotRegistry<R> {
             }
             self.table.store::<R>(next, &guard);
         }
-        let issue = Arc::clone(&self.issue);
-        let slots = slots.to_vec();
-        R::defer(&guard, move || {
-            let mut issue = issue.lock();
-            slots.iter().for_each(|&s| {
-                issue.released.insert(s);
-            });
+        R::wait_for_pinned_threads();
+        let mut issue = self.issue.lock();
+        slots.iter().for_each(|&s| {
+            issue.released.insert(s);
         });
     }
 
