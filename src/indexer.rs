@@ -19,7 +19,21 @@ use crtc_strategies::sync::{thread, Arc, Mutex};
 use crtc_strategies::{RwLockGate, ShapeGate};
 use rustc_hash::FxHashMap;
 
-type RankFilter = Arc<dyn Fn(WorkerWithDpRank) -> bool + Send + Sync>;
+/// Which ranks a removal targets.
+#[derive(Clone, Copy, Debug)]
+enum RankFilter {
+    Worker(WorkerId),
+    Rank(WorkerWithDpRank),
+}
+
+impl RankFilter {
+    fn matches(self, rank: WorkerWithDpRank) -> bool {
+        match self {
+            RankFilter::Worker(worker) => rank.worker_id == worker,
+            RankFilter::Rank(target) => rank == target,
+        }
+    }
+}
 
 enum Task {
     Event(RouterEvent),
@@ -70,7 +84,7 @@ fn run_lane<G: ShapeGate>(tree: Arc<Tree<G>>, mut lane: Lane<G>, tasks: Receiver
                 let _ = ack.send(());
             }
             Task::DropRanks(target, ack) => {
-                let ranks: Vec<_> = lane.ranks().filter(|r| target(*r)).collect();
+                let ranks: Vec<_> = lane.ranks().filter(|&r| target.matches(r)).collect();
                 ranks.into_iter().for_each(|r| lane.drop_rank(r));
                 let _ = ack.send(());
             }
@@ -171,17 +185,17 @@ impl<G: ShapeGate> Indexer<G> {
 
     /// Removes every rank of `worker_id`.
     pub fn remove_worker(&self, worker_id: WorkerId) {
-        self.remove_ranks(Arc::new(move |r: WorkerWithDpRank| r.worker_id == worker_id));
+        self.remove_ranks(RankFilter::Worker(worker_id));
     }
 
     /// Removes one rank.
     pub fn remove_worker_dp_rank(&self, rank: WorkerWithDpRank) {
-        self.remove_ranks(Arc::new(move |r: WorkerWithDpRank| r == rank));
+        self.remove_ranks(RankFilter::Rank(rank));
     }
 
     fn remove_ranks(&self, target: RankFilter) {
-        self.broadcast(|ack| Task::DropRanks(Arc::clone(&target), ack));
-        self.tree.release_ranks(&*target);
+        self.broadcast(|ack| Task::DropRanks(target, ack));
+        self.tree.release_ranks(&|rank| target.matches(rank));
     }
 }
 

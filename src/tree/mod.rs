@@ -88,6 +88,12 @@ pub struct Tree<G: ShapeGate = RwLockGate> {
 
 type Guard<G> = <<G as ShapeGate>::Reclaim as Reclaim>::Guard;
 
+impl<G: ShapeGate> Drop for Tree<G> {
+    fn drop(&mut self) {
+        G::Reclaim::collect();
+    }
+}
+
 impl<G: ShapeGate> Default for Tree<G> {
     fn default() -> Self {
         Self::new(TreeConfig::default())

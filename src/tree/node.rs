@@ -43,7 +43,7 @@ impl<G: ShapeGate> Drop for Node<G> {
     fn drop(&mut self) {
         let mut stack = self.children.take_all();
         while let Some(child) = stack.pop() {
-            if let Some(mut node) = Arc::into_inner(child) {
+            if let Ok(mut node) = Arc::try_unwrap(child) {
                 stack.append(&mut node.children.take_all());
             }
         }

@@ -14,6 +14,8 @@ pub mod bits;
 pub mod edge_index;
 pub mod gate;
 pub mod hash;
+#[cfg(any(crtc_loom, crtc_shuttle))]
+pub mod mutants;
 pub mod reclaim;
 pub mod rwlock;
 pub mod shape;

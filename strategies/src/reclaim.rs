@@ -8,9 +8,10 @@
 //! [`AtomicBox`] packages the pattern for one published value. Nothing
 //! reachable is retired: the writer unlinks first, then retires.
 //!
-//! Backends: [`EpochReclaim`] (crossbeam-epoch's global collector). The
-//! verification work adds a test-only backend for the model checkers, whose
-//! tasks share one OS thread's crossbeam state.
+//! Backends: [`EpochReclaim`] (crossbeam-epoch's global collector) and, in
+//! model-checker builds only, `CheckerReclaim`, whose deferred work runs once
+//! no thread is pinned (the checkers' tasks share one OS thread, so
+//! crossbeam's per-thread state would be shared between them).
 
 use crate::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use crate::sync::{spin_loop, Arc};
@@ -29,6 +30,13 @@ pub trait Reclaim: Send + Sync + 'static {
     fn defer(guard: &Self::Guard, f: impl FnOnce() + Send + 'static);
     /// Pushes deferred work toward execution.
     fn flush(guard: &Self::Guard);
+
+    /// Runs what deferred work can run now. The caller must not be pinned.
+    fn collect() {
+        for _ in 0..4 {
+            Self::flush(&Self::pin());
+        }
+    }
 
     /// Blocks until every thread pinned before the call has unpinned. The
     /// caller must not be pinned.
@@ -70,7 +78,60 @@ impl Reclaim for EpochReclaim {
 }
 
 /// The reclaimer of the production build.
+#[cfg(not(any(crtc_loom, crtc_shuttle)))]
 pub type DefaultReclaim = EpochReclaim;
+
+/// The reclaimer of model-checker builds.
+#[cfg(any(crtc_loom, crtc_shuttle))]
+pub type DefaultReclaim = CheckerReclaim;
+
+/// A test-only reclaimer for the model checkers, whose modelled threads share
+/// one OS thread (crossbeam-epoch's per-thread state would be shared too).
+/// Deferred functions run once no thread at all is pinned: stronger than an
+/// epoch, so it never frees early, and the model frees everything by its end.
+#[cfg(any(crtc_loom, crtc_shuttle))]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CheckerReclaim;
+
+/// Proof of a [`CheckerReclaim`] pin.
+#[cfg(any(crtc_loom, crtc_shuttle))]
+#[derive(Debug)]
+pub struct CheckerGuard(());
+
+#[cfg(any(crtc_loom, crtc_shuttle))]
+impl Drop for CheckerGuard {
+    fn drop(&mut self) {
+        crate::sync::checker_state::pin_exit();
+    }
+}
+
+#[cfg(any(crtc_loom, crtc_shuttle))]
+impl Reclaim for CheckerReclaim {
+    type Guard = CheckerGuard;
+    const NAME: &'static str = "checker";
+
+    fn pin() -> Self::Guard {
+        crate::sync::checker_state::pin_enter();
+        CheckerGuard(())
+    }
+
+    fn defer(_guard: &Self::Guard, f: impl FnOnce() + Send + 'static) {
+        crate::sync::checker_state::defer(f);
+    }
+
+    fn flush(_guard: &Self::Guard) {}
+
+    fn collect() {
+        crate::sync::checker_state::run_if_unpinned();
+    }
+
+    fn wait_for_pinned_threads() {
+        while crate::sync::checker_state::pinned() > 0 {
+            spin_loop();
+        }
+        Self::collect();
+    }
+}
 
 /// A raw pointer that may cross threads because its pointee is `Send` and
 /// has exactly one owner (the deferred drop).
@@ -194,7 +255,7 @@ impl<T> Drop for AtomicBox<T> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(any(crtc_loom, crtc_shuttle))))]
 mod tests {
     use super::*;
 

@@ -25,9 +25,9 @@ use crate::sync::{RwLock, RwLockWriteGuard};
 /// The RwLock strategy: shape gate + state lock + version.
 #[derive(Debug)]
 pub struct RwLockGate {
-    gate: RwLock<()>,
+    pub(crate) gate: RwLock<()>,
     version: AtomicU64,
-    state: RwLock<PlainShape>,
+    pub(crate) state: RwLock<PlainShape>,
 }
 
 impl RwLockGate {
@@ -39,7 +39,7 @@ impl RwLockGate {
         }
     }
 
-    fn bump(&self, _exclusive: &RwLockWriteGuard<'_, ()>) {
+    pub(crate) fn bump(&self, _exclusive: &RwLockWriteGuard<'_, ()>) {
         // Relaxed: written only under the exclusive gate (the guard proves it).
         let next = self.version.load(Ordering::Relaxed) + 1;
         self.version.store(next, Ordering::Relaxed);
@@ -115,6 +115,10 @@ unsafe impl ShapeGate for RwLockGate {
         parent: ExternalSequenceBlockHash,
         blocks: &[BlockPair],
     ) -> Result<usize, AppendMiss> {
+        #[cfg(any(crtc_loom, crtc_shuttle))]
+        if let Some(mutated) = crate::mutants::rwlock_append(self, slot, parent, blocks) {
+            return mutated;
+        }
         let gate = self.gate.write();
         let mut state = self.state.write();
         append_eligibility(&*state, slot, parent, blocks)?;

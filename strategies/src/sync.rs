@@ -3,9 +3,10 @@
 //!
 //! Protocol: every lock, atomic, thread and channel the tree and the gates use
 //! is imported from here, so a model checker can replace all of them at once.
-//! This arm is the production one (std atomics, parking_lot locks); the loom
-//! and shuttle arms are added by the verification work behind `--cfg crtc_loom`
-//! and `--cfg crtc_shuttle`. The lock wrappers expose only `read`, `write`,
+//! Three arms export the same names: production (std atomics and threads,
+//! parking_lot locks), loom (`--cfg crtc_loom`) and shuttle
+//! (`--cfg crtc_shuttle`); the checkers are target-cfg dependencies, so a
+//! normal build never compiles them. The lock wrappers expose only `read`, `write`,
 //! `try_read`, `try_write` and `lock`, the subset every backend can provide
 //! without poisoning. Every retry or spin loop calls [`spin_loop`], which is a
 //! yield under a checker so that loom and shuttle can schedule the writer the
@@ -13,121 +14,316 @@
 
 #![allow(clippy::disallowed_types)]
 
-pub use std::sync::Arc;
+pub use arm::*;
 
-/// Atomics and fences (std in production).
-pub mod atomic {
-    pub use std::sync::atomic::{
-        fence, AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+/// The production arm: std atomics and threads, parking_lot locks.
+#[cfg(not(any(crtc_loom, crtc_shuttle)))]
+mod arm {
+    pub use std::sync::Arc;
+
+    /// Atomics and fences (std in production).
+    pub mod atomic {
+        pub use std::sync::atomic::{
+            fence, AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+        };
+    }
+
+    /// Threads (std in production).
+    pub mod thread {
+        pub use std::thread::{current, sleep, spawn, yield_now, Builder, JoinHandle};
+    }
+
+    /// Multi-producer single-consumer channels used by the indexer's lanes.
+    pub mod mpsc {
+        pub use std::sync::mpsc::{channel, Receiver, RecvError, SendError, Sender, TryRecvError};
+    }
+
+    /// Hint for a retry or spin loop: a CPU pause in production, a yield under a
+    /// model checker.
+    #[inline]
+    pub fn spin_loop() {
+        std::hint::spin_loop();
+    }
+
+    /// A reader-writer lock with the non-poisoning API every backend shares.
+    #[derive(Debug, Default)]
+    pub struct RwLock<T>(parking_lot::RwLock<T>);
+
+    /// Shared guard of [`RwLock`].
+    pub type RwLockReadGuard<'a, T> = parking_lot::RwLockReadGuard<'a, T>;
+    /// Exclusive guard of [`RwLock`].
+    pub type RwLockWriteGuard<'a, T> = parking_lot::RwLockWriteGuard<'a, T>;
+
+    impl<T> RwLock<T> {
+        /// A new unlocked lock around `value`.
+        pub fn new(value: T) -> Self {
+            Self(parking_lot::RwLock::new(value))
+        }
+        /// Blocks until the lock is held shared.
+        #[inline]
+        pub fn read(&self) -> RwLockReadGuard<'_, T> {
+            self.0.read()
+        }
+        /// Blocks until the lock is held exclusively.
+        #[inline]
+        pub fn write(&self) -> RwLockWriteGuard<'_, T> {
+            self.0.write()
+        }
+        /// Shared access if no writer holds or waits for the lock.
+        #[inline]
+        pub fn try_read(&self) -> Option<RwLockReadGuard<'_, T>> {
+            self.0.try_read()
+        }
+        /// Exclusive access if nobody holds the lock.
+        #[inline]
+        pub fn try_write(&self) -> Option<RwLockWriteGuard<'_, T>> {
+            self.0.try_write()
+        }
+        /// Direct access through a unique borrow (no locking needed).
+        #[inline]
+        pub fn get_mut(&mut self) -> &mut T {
+            self.0.get_mut()
+        }
+        /// Consumes the lock and returns the value.
+        pub fn into_inner(self) -> T {
+            self.0.into_inner()
+        }
+    }
+
+    /// A mutual-exclusion lock with the non-poisoning API every backend shares.
+    #[derive(Debug, Default)]
+    pub struct Mutex<T>(parking_lot::Mutex<T>);
+
+    /// Guard of [`Mutex`].
+    pub type MutexGuard<'a, T> = parking_lot::MutexGuard<'a, T>;
+
+    impl<T> Mutex<T> {
+        /// A new unlocked mutex around `value`.
+        pub fn new(value: T) -> Self {
+            Self(parking_lot::Mutex::new(value))
+        }
+        /// Blocks until the mutex is held.
+        #[inline]
+        pub fn lock(&self) -> MutexGuard<'_, T> {
+            self.0.lock()
+        }
+        /// The mutex if it is free.
+        #[inline]
+        pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+            self.0.try_lock()
+        }
+        /// Direct access through a unique borrow.
+        #[inline]
+        pub fn get_mut(&mut self) -> &mut T {
+            self.0.get_mut()
+        }
+    }
+}
+
+/// Generates the lock wrappers of a model checker's arm: the checker's locks
+/// return `LockResult`s, which never carry poison here (a panicking test
+/// ends the model), so the wrappers unwrap them into the shared API.
+#[cfg(any(crtc_loom, crtc_shuttle))]
+macro_rules! checker_locks {
+    ($krate:ident) => {
+        /// A reader-writer lock with the non-poisoning API every backend shares.
+        pub struct RwLock<T>($krate::sync::RwLock<T>);
+        /// Shared guard of [`RwLock`].
+        pub type RwLockReadGuard<'a, T> = $krate::sync::RwLockReadGuard<'a, T>;
+        /// Exclusive guard of [`RwLock`].
+        pub type RwLockWriteGuard<'a, T> = $krate::sync::RwLockWriteGuard<'a, T>;
+
+        impl<T> std::fmt::Debug for RwLock<T> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("RwLock { .. }")
+            }
+        }
+
+        impl<T: Default> Default for RwLock<T> {
+            fn default() -> Self {
+                Self::new(T::default())
+            }
+        }
+
+        impl<T> RwLock<T> {
+            /// A new unlocked lock around `value`.
+            pub fn new(value: T) -> Self {
+                Self($krate::sync::RwLock::new(value))
+            }
+            /// Blocks until the lock is held shared.
+            pub fn read(&self) -> RwLockReadGuard<'_, T> {
+                self.0.read().unwrap_or_else(|e| e.into_inner())
+            }
+            /// Blocks until the lock is held exclusively.
+            pub fn write(&self) -> RwLockWriteGuard<'_, T> {
+                self.0.write().unwrap_or_else(|e| e.into_inner())
+            }
+            /// Shared access if no writer holds the lock.
+            pub fn try_read(&self) -> Option<RwLockReadGuard<'_, T>> {
+                self.0.try_read().ok()
+            }
+            /// Exclusive access if nobody holds the lock.
+            pub fn try_write(&self) -> Option<RwLockWriteGuard<'_, T>> {
+                self.0.try_write().ok()
+            }
+            /// Direct access through a unique borrow.
+            pub fn get_mut(&mut self) -> &mut T {
+                self.0.get_mut().unwrap_or_else(|e| e.into_inner())
+            }
+            /// Consumes the lock and returns the value.
+            pub fn into_inner(self) -> T {
+                self.0.into_inner().unwrap_or_else(|e| e.into_inner())
+            }
+        }
+
+        /// A mutual-exclusion lock with the non-poisoning API every backend shares.
+        pub struct Mutex<T>($krate::sync::Mutex<T>);
+        /// Guard of [`Mutex`].
+        pub type MutexGuard<'a, T> = $krate::sync::MutexGuard<'a, T>;
+
+        impl<T> std::fmt::Debug for Mutex<T> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("Mutex { .. }")
+            }
+        }
+
+        impl<T: Default> Default for Mutex<T> {
+            fn default() -> Self {
+                Self::new(T::default())
+            }
+        }
+
+        impl<T> Mutex<T> {
+            /// A new unlocked mutex around `value`.
+            pub fn new(value: T) -> Self {
+                Self($krate::sync::Mutex::new(value))
+            }
+            /// Blocks until the mutex is held.
+            pub fn lock(&self) -> MutexGuard<'_, T> {
+                self.0.lock().unwrap_or_else(|e| e.into_inner())
+            }
+            /// The mutex if it is free.
+            pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+                self.0.try_lock().ok()
+            }
+            /// Direct access through a unique borrow.
+            pub fn get_mut(&mut self) -> &mut T {
+                self.0.get_mut().unwrap_or_else(|e| e.into_inner())
+            }
+        }
+
+        /// A yield: lets the checker schedule the thread a loop waits for.
+        #[inline]
+        pub fn spin_loop() {
+            $krate::thread::yield_now();
+        }
+
+        /// Threads of the checker.
+        pub mod thread {
+            pub use $krate::thread::{current, spawn, yield_now, Builder, JoinHandle};
+            pub use std::thread::sleep;
+        }
+
+        /// Channels of the checker.
+        pub mod mpsc {
+            pub use $krate::sync::mpsc::{channel, Receiver, Sender};
+        }
     };
 }
 
-/// Threads (std in production).
-pub mod thread {
-    pub use std::thread::{current, sleep, spawn, yield_now, Builder, JoinHandle};
+/// The loom arm (`--cfg crtc_loom`): every atomic, lock and thread is
+/// modelled, so loom explores their interleavings and weak-memory behaviours.
+#[cfg(crtc_loom)]
+mod arm {
+    pub use loom::sync::Arc;
+
+    /// Atomics and fences (loom).
+    pub mod atomic {
+        pub use loom::sync::atomic::{
+            fence, AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+        };
+    }
+
+    checker_locks!(loom);
 }
 
-/// Multi-producer single-consumer channels used by the indexer's lanes.
-pub mod mpsc {
-    pub use std::sync::mpsc::{channel, Receiver, RecvError, SendError, Sender, TryRecvError};
+/// The shuttle arm (`--cfg crtc_shuttle`): locks and threads are scheduled by
+/// shuttle; atomics are sequentially consistent under it.
+#[cfg(crtc_shuttle)]
+mod arm {
+    pub use shuttle::sync::Arc;
+
+    /// Atomics and fences (shuttle).
+    pub mod atomic {
+        pub use shuttle::sync::atomic::{
+            fence, AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+        };
+    }
+
+    checker_locks!(shuttle);
 }
 
-/// Hint for a retry or spin loop: a CPU pause in production, a yield under a
-/// model checker.
-#[inline]
-pub fn spin_loop() {
-    std::hint::spin_loop();
-}
+#[cfg(all(crtc_loom, crtc_shuttle))]
+compile_error!("`--cfg crtc_loom` and `--cfg crtc_shuttle` are mutually exclusive");
 
-/// A reader-writer lock with the non-poisoning API every backend shares.
-#[derive(Debug, Default)]
-pub struct RwLock<T>(parking_lot::RwLock<T>);
+/// Process-wide state of the model checkers' test reclaimer and mutant
+/// switch. Loom and shuttle run every modelled thread on one OS thread, one
+/// at a time, so plain std primitives here are never contended and stay
+/// invisible to the checker (they model the harness, not the code under test).
+#[cfg(any(crtc_loom, crtc_shuttle))]
+pub mod checker_state {
+    use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+    use std::sync::Mutex;
 
-/// Shared guard of [`RwLock`].
-pub type RwLockReadGuard<'a, T> = parking_lot::RwLockReadGuard<'a, T>;
-/// Exclusive guard of [`RwLock`].
-pub type RwLockWriteGuard<'a, T> = parking_lot::RwLockWriteGuard<'a, T>;
+    type Deferred = Box<dyn FnOnce() + Send>;
 
-impl<T> RwLock<T> {
-    /// A new unlocked lock around `value`.
-    pub fn new(value: T) -> Self {
-        Self(parking_lot::RwLock::new(value))
-    }
-    /// Blocks until the lock is held shared.
-    #[inline]
-    pub fn read(&self) -> RwLockReadGuard<'_, T> {
-        self.0.read()
-    }
-    /// Blocks until the lock is held exclusively.
-    #[inline]
-    pub fn write(&self) -> RwLockWriteGuard<'_, T> {
-        self.0.write()
-    }
-    /// Shared access if no writer holds or waits for the lock.
-    #[inline]
-    pub fn try_read(&self) -> Option<RwLockReadGuard<'_, T>> {
-        self.0.try_read()
-    }
-    /// Exclusive access if nobody holds the lock.
-    #[inline]
-    pub fn try_write(&self) -> Option<RwLockWriteGuard<'_, T>> {
-        self.0.try_write()
-    }
-    /// Direct access through a unique borrow (no locking needed).
-    #[inline]
-    pub fn get_mut(&mut self) -> &mut T {
-        self.0.get_mut()
-    }
-    /// Consumes the lock and returns the value.
-    pub fn into_inner(self) -> T {
-        self.0.into_inner()
-    }
-}
+    static PINNED: AtomicUsize = AtomicUsize::new(0);
+    static DEFERRED: Mutex<Vec<Deferred>> = Mutex::new(Vec::new());
+    static MUTANT: AtomicU8 = AtomicU8::new(0);
 
-/// A mutual-exclusion lock with the non-poisoning API every backend shares.
-#[derive(Debug, Default)]
-pub struct Mutex<T>(parking_lot::Mutex<T>);
+    /// Records that a thread pinned.
+    pub fn pin_enter() {
+        // SeqCst: harness bookkeeping; one OS thread runs every model thread.
+        PINNED.fetch_add(1, Ordering::SeqCst);
+    }
 
-/// Guard of [`Mutex`].
-pub type MutexGuard<'a, T> = parking_lot::MutexGuard<'a, T>;
+    /// Records that a thread unpinned.
+    pub fn pin_exit() {
+        // SeqCst: as above.
+        PINNED.fetch_sub(1, Ordering::SeqCst);
+    }
 
-impl<T> Mutex<T> {
-    /// A new unlocked mutex around `value`.
-    pub fn new(value: T) -> Self {
-        Self(parking_lot::Mutex::new(value))
+    /// Number of pinned threads.
+    pub fn pinned() -> usize {
+        // SeqCst: as above.
+        PINNED.load(Ordering::SeqCst)
     }
-    /// Blocks until the mutex is held.
-    #[inline]
-    pub fn lock(&self) -> MutexGuard<'_, T> {
-        self.0.lock()
-    }
-    /// The mutex if it is free.
-    #[inline]
-    pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
-        self.0.try_lock()
-    }
-    /// Direct access through a unique borrow.
-    #[inline]
-    pub fn get_mut(&mut self) -> &mut T {
-        self.0.get_mut()
-    }
-}
 
-/// A condition variable paired with [`Mutex`].
-#[derive(Debug, Default)]
-pub struct Condvar(parking_lot::Condvar);
+    /// Queues `f` until no thread is pinned.
+    pub fn defer(f: impl FnOnce() + Send + 'static) {
+        DEFERRED.lock().unwrap_or_else(|e| e.into_inner()).push(Box::new(f));
+    }
 
-impl Condvar {
-    /// A new condition variable.
-    pub fn new() -> Self {
-        Self(parking_lot::Condvar::new())
+    /// Runs every queued function if no thread is pinned.
+    pub fn run_if_unpinned() {
+        while pinned() == 0 {
+            let batch = std::mem::take(&mut *DEFERRED.lock().unwrap_or_else(|e| e.into_inner()));
+            if batch.is_empty() {
+                return;
+            }
+            batch.into_iter().for_each(|f| f());
+        }
     }
-    /// Releases the guard's mutex, waits for a notification, and re-acquires it.
-    pub fn wait<T>(&self, guard: &mut MutexGuard<'_, T>) {
-        self.0.wait(guard);
+
+    /// Selects mutant `id` (0 = none) for every gate that has one.
+    pub fn set_mutant(id: u8) {
+        // SeqCst: set by the test before the model runs.
+        MUTANT.store(id, Ordering::SeqCst);
     }
-    /// Wakes every waiter.
-    pub fn notify_all(&self) {
-        self.0.notify_all();
+
+    /// The selected mutant.
+    pub fn mutant() -> u8 {
+        // SeqCst: as above.
+        MUTANT.load(Ordering::SeqCst)
     }
 }

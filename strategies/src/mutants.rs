@@ -1,0 +1,102 @@
+//! Deliberately broken variants of each strategy's decode append, compiled
+//! only into model-checker builds and selected at run time, so one checker
+//! build runs every negative control. A model that does not fail on a mutant
+//! is too weak; the verification suite asserts that each one is caught.
+
+use crate::gate::{append_eligibility, AppendMiss};
+use crate::hash::{BlockPair, ExternalSequenceBlockHash, Slot};
+use crate::rwlock::RwLockGate;
+use crate::shape::{append_demoting, promote_full, ShapeRead, ShapeWrite};
+use crate::sync::checker_state;
+
+/// A broken variant of the decode append.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Mutant {
+    /// The correct code.
+    None = 0,
+    /// Appends even to an internal node.
+    SkipInternalCheck = 1,
+    /// Demotion clears another rank's full bit and publishes that before its
+    /// cutoff is written.
+    ClearBitBeforeCutoff = 2,
+    /// The append does not invalidate plans made before it.
+    NoInvalidation = 3,
+    /// The eligibility checks run before the exclusive section, not inside.
+    TailCheckOutsideSection = 4,
+}
+
+impl Mutant {
+    /// The mutants of the RwLock gate's append.
+    pub const RWLOCK: [Mutant; 4] = [
+        Mutant::SkipInternalCheck,
+        Mutant::ClearBitBeforeCutoff,
+        Mutant::NoInvalidation,
+        Mutant::TailCheckOutsideSection,
+    ];
+
+    /// Makes `self` the active mutant of every gate.
+    pub fn select(self) {
+        checker_state::set_mutant(self as u8);
+    }
+
+    /// The active mutant.
+    pub fn active() -> Mutant {
+        match checker_state::mutant() {
+            1 => Mutant::SkipInternalCheck,
+            2 => Mutant::ClearBitBeforeCutoff,
+            3 => Mutant::NoInvalidation,
+            4 => Mutant::TailCheckOutsideSection,
+            _ => Mutant::None,
+        }
+    }
+}
+
+/// The RwLock gate's append under the active mutant; `None` runs the real code.
+pub(crate) fn rwlock_append(
+    gate: &RwLockGate,
+    slot: Slot,
+    parent: ExternalSequenceBlockHash,
+    blocks: &[BlockPair],
+) -> Option<Result<usize, AppendMiss>> {
+    let mutant = Mutant::active();
+    if mutant == Mutant::None {
+        return None;
+    }
+    if mutant == Mutant::TailCheckOutsideSection {
+        let checked = append_eligibility(&*gate.state.read(), slot, parent, blocks);
+        return Some(checked.map(|()| {
+            let exclusive = gate.gate.write();
+            let mut state = gate.state.write();
+            let old_len = state.len();
+            append_demoting(&mut *state, slot, blocks);
+            gate.bump(&exclusive);
+            old_len
+        }));
+    }
+    let exclusive = gate.gate.write();
+    let mut state = gate.state.write();
+    let checked = append_eligibility(&*state, slot, parent, blocks);
+    let internal_only = mutant == Mutant::SkipInternalCheck && checked == Err(AppendMiss::Internal);
+    if checked.is_err() && !(internal_only && state.tail().map(|t| t.external) == Some(parent) && state.is_full(slot)) {
+        return Some(checked.map(|()| 0));
+    }
+    let old_len = state.len();
+    if mutant == Mutant::ClearBitBeforeCutoff {
+        let others: Vec<Slot> = state.full_slots().into_iter().filter(|&s| s != slot).collect();
+        others.iter().for_each(|&s| {
+            state.remove_full(s);
+        });
+        drop(state);
+        state = gate.state.write();
+        others.iter().for_each(|&s| state.set_cutoff(s, old_len as u32));
+        state.push_blocks(blocks);
+        promote_full(&mut *state, slot);
+    } else {
+        append_demoting(&mut *state, slot, blocks);
+    }
+    if mutant != Mutant::NoInvalidation {
+        gate.bump(&exclusive);
+    }
+    Some(Ok(old_len))
+}
