@@ -12,7 +12,9 @@
 //! caller's thread.
 
 use crate::tree::{EventOutcome, Lane, LaneCounters, Tree, TreeConfig};
-use crate::types::{KvError, LocalBlockHash, MatchDetails, OverlapScores, RouterEvent, WorkerId, WorkerWithDpRank};
+use crate::types::{
+    KvError, LocalBlockHash, MatchDetails, OverlapScores, RouterEvent, WorkerId, WorkerWithDpRank,
+};
 use crtc_strategies::sync::atomic::{AtomicUsize, Ordering};
 use crtc_strategies::sync::mpsc::{channel, Receiver, Sender};
 use crtc_strategies::sync::{thread, Arc, Mutex};
@@ -59,7 +61,10 @@ pub struct IndexerConfig {
 
 impl Default for IndexerConfig {
     fn default() -> Self {
-        Self { lanes: 2, tree: TreeConfig::default() }
+        Self {
+            lanes: 2,
+            tree: TreeConfig::default(),
+        }
     }
 }
 
@@ -106,7 +111,11 @@ impl<G: ShapeGate> Indexer<G> {
                     .name(format!("crtc-lane-{index}"))
                     .spawn(move || run_lane(shared, lane, receiver))
                     .ok();
-                LaneHandle { tasks, counters, thread }
+                LaneHandle {
+                    tasks,
+                    counters,
+                    thread,
+                }
             })
             .collect();
         Self {
@@ -135,7 +144,10 @@ impl<G: ShapeGate> Indexer<G> {
     }
 
     fn send(&self, lane: usize, task: Task) -> Result<(), KvError> {
-        self.lanes[lane].tasks.send(task).map_err(|_| KvError::Closed)
+        self.lanes[lane]
+            .tasks
+            .send(task)
+            .map_err(|_| KvError::Closed)
     }
 
     /// Enqueues `event` on its rank's lane.

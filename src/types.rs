@@ -97,7 +97,13 @@ impl RouterEvent {
         parent_hash: Option<ExternalSequenceBlockHash>,
         blocks: Vec<BlockPair>,
     ) -> Self {
-        Self::with(rank, KvCacheEventData::Stored { parent_hash, blocks })
+        Self::with(
+            rank,
+            KvCacheEventData::Stored {
+                parent_hash,
+                blocks,
+            },
+        )
     }
 
     /// A removal of `block_hashes` by `rank`.
@@ -220,9 +226,15 @@ impl fmt::Display for KvError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             KvError::ParentBlockNotFound { rank, parent } => {
-                write!(f, "rank {rank}: parent block {:#x} not found or not covered", parent.0)
+                write!(
+                    f,
+                    "rank {rank}: parent block {:#x} not found or not covered",
+                    parent.0
+                )
             }
-            KvError::BlockNotFound { rank } => write!(f, "rank {rank}: removal for a rank this lane never saw"),
+            KvError::BlockNotFound { rank } => {
+                write!(f, "rank {rank}: removal for a rank this lane never saw")
+            }
             KvError::CapacityExhausted { rank, capacity } => {
                 write!(f, "rank {rank}: all {capacity} rank slots are in use")
             }
@@ -241,7 +253,10 @@ pub mod chain {
     use super::{BlockPair, ExternalSequenceBlockHash, LocalBlockHash};
 
     /// The external hash of a block with local hash `local` after `parent`.
-    pub fn chain_hash(parent: Option<ExternalSequenceBlockHash>, local: LocalBlockHash) -> ExternalSequenceBlockHash {
+    pub fn chain_hash(
+        parent: Option<ExternalSequenceBlockHash>,
+        local: LocalBlockHash,
+    ) -> ExternalSequenceBlockHash {
         let seed = parent.map_or(0x9e37_79b9_7f4a_7c15, |p| p.0);
         ExternalSequenceBlockHash(mix(seed ^ mix(local.0.wrapping_add(0x632b_e59b_d9b4_e019))))
     }
@@ -261,14 +276,20 @@ pub mod chain {
             .map(|&l| {
                 let external = chain_hash(prev, LocalBlockHash(l));
                 prev = Some(external);
-                BlockPair { local: LocalBlockHash(l), external }
+                BlockPair {
+                    local: LocalBlockHash(l),
+                    external,
+                }
             })
             .collect()
     }
 
     /// The external hashes of the sequence `locals` from the root.
     pub fn sequence_hashes(locals: &[u64]) -> Vec<ExternalSequenceBlockHash> {
-        chained(None, locals).into_iter().map(|b| b.external).collect()
+        chained(None, locals)
+            .into_iter()
+            .map(|b| b.external)
+            .collect()
     }
 
     /// The external hash of the last block of `locals` from the root.

@@ -54,7 +54,9 @@ fn shard_of(key: LocalBlockHash) -> usize {
 }
 
 fn sharded_from<G: ShapeGate>(entries: impl IntoIterator<Item = Entry<G>>) -> ChildSet<G> {
-    let shards: Box<[_]> = (0..SHARDS).map(|_| RwLock::new(FxHashMap::default())).collect();
+    let shards: Box<[_]> = (0..SHARDS)
+        .map(|_| RwLock::new(FxHashMap::default()))
+        .collect();
     for (key, child) in entries {
         shards[shard_of(key)].write().insert(key, child);
     }
@@ -73,14 +75,18 @@ fn set_from<G: ShapeGate>(mut entries: Vec<Entry<G>>) -> ChildSet<G> {
 
 impl<G: ShapeGate> Default for Children<G> {
     fn default() -> Self {
-        Self { set: AtomicBox::new(ChildSet::Empty) }
+        Self {
+            set: AtomicBox::new(ChildSet::Empty),
+        }
     }
 }
 
 impl<G: ShapeGate> Children<G> {
     /// A child set holding exactly `entries`.
     pub fn with(entries: Vec<Entry<G>>) -> Self {
-        Self { set: AtomicBox::new(set_from(entries)) }
+        Self {
+            set: AtomicBox::new(set_from(entries)),
+        }
     }
 
     /// The child under `key`, borrowed for the guard's lifetime.
@@ -88,7 +94,9 @@ impl<G: ShapeGate> Children<G> {
     pub fn get<'g>(&'g self, key: LocalBlockHash, guard: &'g Guard<G>) -> Option<&'g Node<G>> {
         match self.set.load::<G::Reclaim>(guard) {
             ChildSet::Empty => None,
-            ChildSet::Compact(entries) => entries.iter().find(|(k, _)| *k == key).map(|(_, c)| &**c),
+            ChildSet::Compact(entries) => {
+                entries.iter().find(|(k, _)| *k == key).map(|(_, c)| &**c)
+            }
             ChildSet::Sharded(shards) => {
                 let child = shards[shard_of(key)].read().get(&key).map(Arc::as_ptr);
                 // SAFETY: an `Arc` owned by a reachable sharded map is dropped
@@ -102,7 +110,10 @@ impl<G: ShapeGate> Children<G> {
     pub fn get_arc(&self, key: LocalBlockHash, guard: &Guard<G>) -> Option<Arc<Node<G>>> {
         match self.set.load::<G::Reclaim>(guard) {
             ChildSet::Empty => None,
-            ChildSet::Compact(entries) => entries.iter().find(|(k, _)| *k == key).map(|(_, c)| Arc::clone(c)),
+            ChildSet::Compact(entries) => entries
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, c)| Arc::clone(c)),
             ChildSet::Sharded(shards) => shards[shard_of(key)].read().get(&key).cloned(),
         }
     }
@@ -114,7 +125,13 @@ impl<G: ShapeGate> Children<G> {
             ChildSet::Compact(entries) => entries.to_vec(),
             ChildSet::Sharded(shards) => shards
                 .iter()
-                .flat_map(|shard| shard.read().iter().map(|(k, c)| (*k, Arc::clone(c))).collect::<Vec<_>>())
+                .flat_map(|shard| {
+                    shard
+                        .read()
+                        .iter()
+                        .map(|(k, c)| (*k, Arc::clone(c)))
+                        .collect::<Vec<_>>()
+                })
                 .collect(),
         }
     }
@@ -135,7 +152,12 @@ impl<G: ShapeGate> Children<G> {
 
     /// Links `child` under `key` unless a child holds the key already.
     /// Callers hold at least the node's shared section.
-    pub fn insert_if_absent(&self, key: LocalBlockHash, child: &Arc<Node<G>>, guard: &Guard<G>) -> Insert<G> {
+    pub fn insert_if_absent(
+        &self,
+        key: LocalBlockHash,
+        child: &Arc<Node<G>>,
+        guard: &Guard<G>,
+    ) -> Insert<G> {
         loop {
             let current = self.set.load::<G::Reclaim>(guard);
             let next = match current {
@@ -159,7 +181,10 @@ impl<G: ShapeGate> Children<G> {
                     set_from(grown)
                 }
             };
-            match self.set.compare_exchange::<G::Reclaim>(current, Box::new(next), guard) {
+            match self
+                .set
+                .compare_exchange::<G::Reclaim>(current, Box::new(next), guard)
+            {
                 Ok(()) => return Insert::Inserted,
                 Err(_) => spin_loop(),
             }
@@ -171,7 +196,10 @@ impl<G: ShapeGate> Children<G> {
         match self.set.load::<G::Reclaim>(guard) {
             ChildSet::Empty => false,
             ChildSet::Compact(entries) => {
-                let Some(index) = entries.iter().position(|(k, c)| *k == key && std::ptr::eq(&**c, expected)) else {
+                let Some(index) = entries
+                    .iter()
+                    .position(|(k, c)| *k == key && std::ptr::eq(&**c, expected))
+                else {
                     return false;
                 };
                 let mut rest = entries.to_vec();
@@ -182,7 +210,10 @@ impl<G: ShapeGate> Children<G> {
             }
             ChildSet::Sharded(shards) => {
                 let mut shard = shards[shard_of(key)].write();
-                if !shard.get(&key).is_some_and(|c| std::ptr::eq(&**c, expected)) {
+                if !shard
+                    .get(&key)
+                    .is_some_and(|c| std::ptr::eq(&**c, expected))
+                {
                     return false;
                 }
                 let removed = shard.remove(&key);
@@ -205,7 +236,9 @@ impl<G: ShapeGate> Children<G> {
     /// node empty until [`Children::publish`]. Exclusive section only. The
     /// moved set stays published, so readers that loaded it keep a live value.
     pub fn take_for_split(&self) -> Children<G> {
-        Children { set: self.set.replace_and_transfer(ChildSet::Empty) }
+        Children {
+            set: self.set.replace_and_transfer(ChildSet::Empty),
+        }
     }
 
     /// Replaces the whole set with exactly `entries`, retiring the old one.

@@ -23,7 +23,11 @@ struct NodeDump {
 
 /// A chain start: its parent hash, its first node, and the slots allowed to
 /// appear (those full on the whole path above; `None` at the root).
-type Pending<G> = (Option<ExternalSequenceBlockHash>, Arc<Node<G>>, Option<SlotBits>);
+type Pending<G> = (
+    Option<ExternalSequenceBlockHash>,
+    Arc<Node<G>>,
+    Option<SlotBits>,
+);
 
 impl<G: ShapeGate> Tree<G> {
     /// The tree as `Stored` events, parents before children.
@@ -65,17 +69,21 @@ impl<G: ShapeGate> Tree<G> {
 
     /// Follows a mergeable chain from `start`: the merged edge, the last
     /// node's dump, and that node's live children.
-    fn merge_chain(start: Arc<Node<G>>, guard: &<G::Reclaim as Reclaim>::Guard) -> (Vec<BlockPair>, NodeDump, Vec<Arc<Node<G>>>) {
+    fn merge_chain(
+        start: Arc<Node<G>>,
+        guard: &<G::Reclaim as Reclaim>::Guard,
+    ) -> (Vec<BlockPair>, NodeDump, Vec<Arc<Node<G>>>) {
         let mut edge = Vec::new();
         let mut node = start;
         loop {
             let dump = Self::dump_node(&node);
             let kids = Self::live_children(&node, guard);
             edge.extend_from_slice(&dump.edge);
-            let mergeable = dump.cutoffs.is_empty() && !dump.full.is_empty() && kids.len() == 1 && {
-                let kid = Self::dump_node(&kids[0]);
-                kid.cutoffs.is_empty() && kid.full == dump.full
-            };
+            let mergeable =
+                dump.cutoffs.is_empty() && !dump.full.is_empty() && kids.len() == 1 && {
+                    let kid = Self::dump_node(&kids[0]);
+                    kid.cutoffs.is_empty() && kid.full == dump.full
+                };
             if !mergeable {
                 return (edge, dump, kids);
             }
@@ -86,7 +94,11 @@ impl<G: ShapeGate> Tree<G> {
     fn dump_node(node: &Node<G>) -> NodeDump {
         node.gate
             .plan(|s| {
-                let mut dump = NodeDump { edge: Vec::new(), full: SlotBits::new(), cutoffs: Vec::new() };
+                let mut dump = NodeDump {
+                    edge: Vec::new(),
+                    full: SlotBits::new(),
+                    cutoffs: Vec::new(),
+                };
                 s.copy_pairs(0..s.len(), &mut dump.edge);
                 s.full_slots().into_iter().for_each(|slot| {
                     dump.full.insert(slot);

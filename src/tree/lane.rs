@@ -103,7 +103,10 @@ impl<G: ShapeGate> Lane<G> {
         if let Some(&id) = self.by_addr.get(&node.addr()) {
             return id;
         }
-        let hold = Some(Hold { node: Arc::clone(node), entries: 0 });
+        let hold = Some(Hold {
+            node: Arc::clone(node),
+            entries: 0,
+        });
         let id = match self.free.pop() {
             Some(index) => {
                 self.holds[index as usize] = hold;
@@ -180,7 +183,12 @@ impl<G: ShapeGate> Lane<G> {
     }
 
     /// Removes the entries of `hashes` that name one of `nodes`.
-    pub fn remove_naming(&mut self, rank: WorkerWithDpRank, hashes: &[ExternalSequenceBlockHash], nodes: [&Node<G>; 2]) {
+    pub fn remove_naming(
+        &mut self,
+        rank: WorkerWithDpRank,
+        hashes: &[ExternalSequenceBlockHash],
+        nodes: [&Node<G>; 2],
+    ) {
         let ids: Vec<NodeId> = nodes.iter().filter_map(|n| self.id_of(n)).collect();
         for &hash in hashes {
             if self.entry(rank, hash).is_some_and(|id| ids.contains(&id)) {
@@ -190,8 +198,16 @@ impl<G: ShapeGate> Lane<G> {
     }
 
     /// Moves the entry `(rank, hash)` from `from` to `to` if it names `from`.
-    pub fn redirect(&mut self, rank: WorkerWithDpRank, hash: ExternalSequenceBlockHash, from: &Node<G>, to: &Arc<Node<G>>) -> bool {
-        let Some(from_id) = self.id_of(from) else { return false };
+    pub fn redirect(
+        &mut self,
+        rank: WorkerWithDpRank,
+        hash: ExternalSequenceBlockHash,
+        from: &Node<G>,
+        to: &Arc<Node<G>>,
+    ) -> bool {
+        let Some(from_id) = self.id_of(from) else {
+            return false;
+        };
         if self.entry(rank, hash) != Some(from_id) {
             return false;
         }
@@ -201,7 +217,9 @@ impl<G: ShapeGate> Lane<G> {
 
     /// Drops every entry of `rank` and unregisters it.
     pub fn drop_rank(&mut self, rank: WorkerWithDpRank) {
-        let Some(map) = self.ranks.remove(&rank) else { return };
+        let Some(map) = self.ranks.remove(&rank) else {
+            return;
+        };
         for id in map.into_values() {
             self.count(id, -1);
         }
@@ -209,7 +227,12 @@ impl<G: ShapeGate> Lane<G> {
 
     /// Length of the run starting at `hashes[0]`: 1 plus the following hashes
     /// whose entries name one of `ids`.
-    pub fn run_naming(&self, rank: WorkerWithDpRank, hashes: &[ExternalSequenceBlockHash], ids: &[NodeId]) -> usize {
+    pub fn run_naming(
+        &self,
+        rank: WorkerWithDpRank,
+        hashes: &[ExternalSequenceBlockHash],
+        ids: &[NodeId],
+    ) -> usize {
         1 + hashes
             .iter()
             .skip(1)
@@ -228,7 +251,8 @@ impl Counter {
     #[inline]
     pub fn add(&self, n: u64) {
         // Relaxed: statistics only; one writer, so load+store loses nothing.
-        self.0.store(self.0.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+        self.0
+            .store(self.0.load(Ordering::Relaxed) + n, Ordering::Relaxed);
     }
     /// The current value.
     pub fn get(&self) -> u64 {

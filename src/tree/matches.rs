@@ -37,11 +37,15 @@ struct Scratch {
 }
 
 fn record_first(shape: &impl ShapeRead, matched: usize, scratch: &mut Scratch) {
-    scratch.words.extend((0..shape.full_word_count()).map(|i| shape.full_word(i)));
+    scratch
+        .words
+        .extend((0..shape.full_word_count()).map(|i| shape.full_word(i)));
     shape.for_each_cutoff(|slot, k| {
         let credited = (k as usize).min(matched);
         if credited > 0 {
-            scratch.dropped.push((slot, credited, Some(shape.pair(credited - 1).external)));
+            scratch
+                .dropped
+                .push((slot, credited, Some(shape.pair(credited - 1).external)));
         }
     });
 }
@@ -74,7 +78,9 @@ impl<G: ShapeGate> Tree<G> {
         let table = self.slots.table(&guard);
         let mut details = MatchDetails::default();
         for (slot, score, last) in credits {
-            let Some(owner) = table.owner(slot) else { continue };
+            let Some(owner) = table.owner(slot) else {
+                continue;
+            };
             details.scores.scores.insert(owner, score as u32);
             if let Some(last) = last {
                 details.last_matched.insert(owner, last);
@@ -90,7 +96,10 @@ impl<G: ShapeGate> Tree<G> {
         guard: &<G::Reclaim as Reclaim>::Guard,
     ) -> Vec<Credit> {
         let mut credits = Vec::new();
-        let Some(mut node) = query.first().and_then(|&key| self.root.children.get(key, guard)) else {
+        let Some(mut node) = query
+            .first()
+            .and_then(|&key| self.root.children.get(key, guard))
+        else {
             return credits;
         };
         let (mut active, mut scratch) = (SlotBits::new(), Scratch::default());
@@ -115,7 +124,12 @@ impl<G: ShapeGate> Tree<G> {
             };
             node = next;
         }
-        credits.extend(active.iter().filter(|_| depth > 0).map(|slot| (slot, depth, prev_last)));
+        credits.extend(
+            active
+                .iter()
+                .filter(|_| depth > 0)
+                .map(|slot| (slot, depth, prev_last)),
+        );
         credits
     }
 
@@ -131,7 +145,9 @@ impl<G: ShapeGate> Tree<G> {
             scratch.words.clear();
             scratch.dropped.clear();
             let edge_len = shape.len();
-            let matched = (1 + shape.local_match_len(1, rest.iter().skip(1).copied())).min(edge_len).min(rest.len());
+            let matched = (1 + shape.local_match_len(1, rest.iter().skip(1).copied()))
+                .min(edge_len)
+                .min(rest.len());
             if first {
                 record_first(shape, matched, scratch);
             } else {
@@ -139,8 +155,14 @@ impl<G: ShapeGate> Tree<G> {
             }
             let last = matched.checked_sub(1).map(|p| shape.pair(p).external);
             let descend = matched == edge_len && matched < rest.len();
-            let next = descend.then(|| node.children.get(rest[matched], guard)).flatten();
-            Hop { matched, last, next }
+            let next = descend
+                .then(|| node.children.get(rest[matched], guard))
+                .flatten();
+            Hop {
+                matched,
+                last,
+                next,
+            }
         })
     }
 }

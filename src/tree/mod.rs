@@ -122,15 +122,22 @@ impl<G: ShapeGate> Tree<G> {
 
     /// Applies one event on `lane`. One rank's events must always use the
     /// same lane, in order.
-    pub fn apply_event(&self, lane: &mut Lane<G>, event: &RouterEvent) -> Result<EventOutcome, KvError> {
+    pub fn apply_event(
+        &self,
+        lane: &mut Lane<G>,
+        event: &RouterEvent,
+    ) -> Result<EventOutcome, KvError> {
         let rank = event.rank();
         let result = match &event.event.data {
-            KvCacheEventData::Stored { parent_hash, blocks } => {
-                self.apply_stored(lane, rank, *parent_hash, blocks).map(EventOutcome::Stored)
-            }
-            KvCacheEventData::Removed { block_hashes } => {
-                self.apply_removed(lane, rank, block_hashes).map(|()| EventOutcome::Removed)
-            }
+            KvCacheEventData::Stored {
+                parent_hash,
+                blocks,
+            } => self
+                .apply_stored(lane, rank, *parent_hash, blocks)
+                .map(EventOutcome::Stored),
+            KvCacheEventData::Removed { block_hashes } => self
+                .apply_removed(lane, rank, block_hashes)
+                .map(|()| EventOutcome::Removed),
             KvCacheEventData::Cleared => {
                 self.apply_cleared(lane, rank);
                 Ok(EventOutcome::Cleared)
@@ -192,7 +199,9 @@ impl<G: ShapeGate> Tree<G> {
         let mut count = 0;
         self.visit(|node| {
             node.gate.read(|s| {
-                let full: usize = (0..s.full_word_count()).map(|i| s.full_word(i).count_ones() as usize).sum();
+                let full: usize = (0..s.full_word_count())
+                    .map(|i| s.full_word(i).count_ones() as usize)
+                    .sum();
                 let mut cut = 0;
                 s.for_each_cutoff(|_, _| cut += 1);
                 count += full + cut;
@@ -207,20 +216,40 @@ impl<G: ShapeGate> Tree<G> {
         let guard = G::Reclaim::pin();
         let table = self.slots.table(&guard);
         let mut nodes = Vec::new();
-        let mut stack: Vec<(usize, Arc<Node<G>>)> =
-            self.root.children.snapshot(&guard).into_iter().map(|(_, c)| (0, c)).collect();
+        let mut stack: Vec<(usize, Arc<Node<G>>)> = self
+            .root
+            .children
+            .snapshot(&guard)
+            .into_iter()
+            .map(|(_, c)| (0, c))
+            .collect();
         while let Some((depth, node)) = stack.pop() {
             let mut info = node.gate.read(|s| {
                 let mut edge = Vec::new();
                 s.copy_pairs(0..s.len(), &mut edge);
-                let full = s.full_slots().into_iter().filter_map(|slot| table.owner(slot)).collect();
+                let full = s
+                    .full_slots()
+                    .into_iter()
+                    .filter_map(|slot| table.owner(slot))
+                    .collect();
                 let mut cutoffs = Vec::new();
                 s.for_each_cutoff(|slot, k| cutoffs.extend(table.owner(slot).map(|r| (r, k))));
-                NodeInfo { depth, edge, full, cutoffs, internal: s.is_internal(), children: 0 }
+                NodeInfo {
+                    depth,
+                    edge,
+                    full,
+                    cutoffs,
+                    internal: s.is_internal(),
+                    children: 0,
+                }
             });
             let children = node.children.snapshot(&guard);
             info.children = children.len();
-            stack.extend(children.into_iter().map(|(_, c)| (depth + info.edge.len(), c)));
+            stack.extend(
+                children
+                    .into_iter()
+                    .map(|(_, c)| (depth + info.edge.len(), c)),
+            );
             nodes.push(info);
         }
         nodes

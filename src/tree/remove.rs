@@ -81,7 +81,10 @@ impl<G: ShapeGate> Tree<G> {
         let origin = Arc::clone(lane.node(origin_id));
         let mut node = Arc::clone(&origin);
         loop {
-            let ids: Vec<NodeId> = [Some(origin_id), lane.id_of(&node)].into_iter().flatten().collect();
+            let ids: Vec<NodeId> = [Some(origin_id), lane.id_of(&node)]
+                .into_iter()
+                .flatten()
+                .collect();
             let run = lane.run_naming(rank, hashes, &ids);
             if let Some(removal) = Self::remove_run(&node, slot, &hashes[..run], guard) {
                 lane.remove_naming(rank, &removal.stale, [&node, &origin]);
@@ -99,7 +102,12 @@ impl<G: ShapeGate> Tree<G> {
 
     /// Applies one run on `node` under its exclusive section; `None` if the
     /// node does not hold the run's first hash.
-    fn remove_run(node: &Node<G>, slot: Slot, run: &[ExternalSequenceBlockHash], guard: &Guard<G>) -> Option<RunRemoval> {
+    fn remove_run(
+        node: &Node<G>,
+        slot: Slot,
+        run: &[ExternalSequenceBlockHash],
+        guard: &Guard<G>,
+    ) -> Option<RunRemoval> {
         let removal = node.gate.exclusive_commit(None, |w| {
             let mut positions: Vec<usize> = Vec::with_capacity(run.len());
             for &hash in run {
@@ -114,12 +122,23 @@ impl<G: ShapeGate> Tree<G> {
                 return Commit::unchanged(None);
             };
             let old = w.covered_len(slot);
-            let mut stale: Vec<_> = run.iter().zip(&positions).filter(|(_, &p)| p >= old).map(|(h, _)| *h).collect();
+            let mut stale: Vec<_> = run
+                .iter()
+                .zip(&positions)
+                .filter(|(_, &p)| p >= old)
+                .map(|(h, _)| *h)
+                .collect();
             let uncovered = cut_at(w, slot, min);
             stale.extend(uncovered.map(|p| w.pair(p).external));
             let cleared = !w.has_full() && node.children.clear(guard);
-            let removal = RunRemoval { consumed: positions.len(), stale };
-            Commit { value: Some(removal), shape_changed: cleared }
+            let removal = RunRemoval {
+                consumed: positions.len(),
+                stale,
+            };
+            Commit {
+                value: Some(removal),
+                shape_changed: cleared,
+            }
         });
         removal.ok().flatten()
     }
@@ -153,14 +172,23 @@ impl<G: ShapeGate> Tree<G> {
     /// visits nodes it just detached.
     pub(super) fn sweep_slots(&self, slots: &[Slot]) {
         let mut guard = G::Reclaim::pin();
-        let mut queue: Vec<Arc<Node<G>>> = self.root.children.snapshot(&guard).into_iter().map(|(_, c)| c).collect();
+        let mut queue: Vec<Arc<Node<G>>> = self
+            .root
+            .children
+            .snapshot(&guard)
+            .into_iter()
+            .map(|(_, c)| c)
+            .collect();
         let mut visited = 0;
         while let Some(node) = queue.pop() {
             let children = node.gate.exclusive_commit(None, |w| {
                 let removed = slots.iter().fold(false, |any, &s| drop_slot(w, s) | any);
                 let children = node.children.snapshot(&guard);
                 let cleared = removed && !w.has_full() && node.children.clear(&guard);
-                Commit { value: children, shape_changed: cleared }
+                Commit {
+                    value: children,
+                    shape_changed: cleared,
+                }
             });
             queue.extend(children.into_iter().flatten().map(|(_, c)| c));
             visited += 1;

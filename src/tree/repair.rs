@@ -38,7 +38,12 @@ impl<G: ShapeGate> Tree<G> {
         guard: &Guard<G>,
     ) -> Option<Arc<Node<G>>> {
         lane.counters().repairs.add(1);
-        let mut queue: VecDeque<_> = stale.children.snapshot(guard).into_iter().map(|(_, c)| c).collect();
+        let mut queue: VecDeque<_> = stale
+            .children
+            .snapshot(guard)
+            .into_iter()
+            .map(|(_, c)| c)
+            .collect();
         while let Some(node) = queue.pop_front() {
             if let Some(pos) = node.gate.read(|s| s.position(hash)) {
                 self.redirect_repaired(lane, stale, &node, pos, direction, guard);
@@ -59,7 +64,10 @@ impl<G: ShapeGate> Tree<G> {
         guard: &Guard<G>,
     ) {
         let table = self.slots.table(guard);
-        let ranks: Vec<_> = lane.ranks().filter_map(|r| table.slot(r).map(|s| (r, s))).collect();
+        let ranks: Vec<_> = lane
+            .ranks()
+            .filter_map(|r| table.slot(r).map(|s| (r, s)))
+            .collect();
         let mut moves = Vec::new();
         resolved.gate.read(|s| {
             moves.clear();

@@ -87,7 +87,12 @@ impl<R: Reclaim> SlotRegistry<R> {
                 issue.issued += 1;
                 Slot((issue.issued - 1) as u16)
             }
-            None => return Err(KvError::CapacityExhausted { rank, capacity: self.capacity }),
+            None => {
+                return Err(KvError::CapacityExhausted {
+                    rank,
+                    capacity: self.capacity,
+                })
+            }
         };
         let mut next = current.clone();
         if next.owners.len() <= slot.index() {
@@ -105,7 +110,12 @@ impl<R: Reclaim> SlotRegistry<R> {
         let guard = R::pin();
         let _issue = self.issue.lock();
         let mut next = self.table(&guard).clone();
-        let unmapped: Vec<Slot> = next.slots.iter().filter(|(r, _)| target(**r)).map(|(_, s)| *s).collect();
+        let unmapped: Vec<Slot> = next
+            .slots
+            .iter()
+            .filter(|(r, _)| target(**r))
+            .map(|(_, s)| *s)
+            .collect();
         next.slots.retain(|r, _| !target(*r));
         if !unmapped.is_empty() {
             self.table.store::<R>(next, &guard);

@@ -25,7 +25,8 @@ use crate::types::{BlockPair, ExternalSequenceBlockHash, KvError, WorkerWithDpRa
 use crtc_strategies::shape::{append_demoting, cover_prefix, promote_full, split_at};
 use crtc_strategies::sync::{spin_loop, Arc};
 use crtc_strategies::{
-    append_eligibility, Commit, LocalBlockHash, Reclaim, ShapeGate, ShapeInit, ShapeRead, ShapeWrite, Slot, Stale, Version,
+    append_eligibility, Commit, LocalBlockHash, Reclaim, ShapeGate, ShapeInit, ShapeRead,
+    ShapeWrite, Slot, Stale, Version,
 };
 
 /// What a store did.
@@ -82,15 +83,25 @@ enum ChildPlan<G: ShapeGate> {
 enum Step<G: ShapeGate> {
     Retry,
     Resolved(Arc<Node<G>>),
-    Descend { child: Arc<Node<G>>, consumed: usize, changed: bool },
-    Done { changed: bool },
+    Descend {
+        child: Arc<Node<G>>,
+        consumed: usize,
+        changed: bool,
+    },
+    Done {
+        changed: bool,
+    },
 }
 
 fn externals(blocks: &[BlockPair]) -> impl Iterator<Item = ExternalSequenceBlockHash> + '_ {
     blocks.iter().map(|b| b.external)
 }
 
-fn plan_parent(shape: &impl ShapeRead, parent: ExternalSequenceBlockHash, blocks: &[BlockPair]) -> ParentPlan {
+fn plan_parent(
+    shape: &impl ShapeRead,
+    parent: ExternalSequenceBlockHash,
+    blocks: &[BlockPair],
+) -> ParentPlan {
     let Some(pos) = shape.position(parent) else {
         return ParentPlan::Missing;
     };
@@ -99,8 +110,13 @@ fn plan_parent(shape: &impl ShapeRead, parent: ExternalSequenceBlockHash, blocks
     if rest == 0 {
         ParentPlan::TailInsert
     } else if blocks.len() <= rest && shape.pairs_match(after, blocks) {
-        ParentPlan::ReuseExisting { cutoff: after + blocks.len() }
-    } else if !shape.is_internal() && blocks.len() > rest && shape.pairs_match(after, &blocks[..rest]) {
+        ParentPlan::ReuseExisting {
+            cutoff: after + blocks.len(),
+        }
+    } else if !shape.is_internal()
+        && blocks.len() > rest
+        && shape.pairs_match(after, &blocks[..rest])
+    {
         ParentPlan::ExtendLeaf { start: rest }
     } else {
         ParentPlan::Split { at: after }
@@ -123,19 +139,31 @@ impl<G: ShapeGate> Tree<G> {
         lane.add_rank(rank);
         if let (true, Some(parent)) = (self.config.fast_path, parent) {
             if Self::try_fast_append(lane, rank, slot, parent, blocks) {
-                return Ok(StoreOutcome { fast_path: true, duplicate: false });
+                return Ok(StoreOutcome {
+                    fast_path: true,
+                    duplicate: false,
+                });
             }
         }
         lane.counters().general_stores.add(1);
-        let cx = Cx { rank, slot, guard: &guard };
+        let cx = Cx {
+            rank,
+            slot,
+            guard: &guard,
+        };
         let changed = match parent {
             None => self.insert_blocks_from(lane, &cx, Arc::clone(&self.root), None, blocks)?,
             Some(parent) => match self.resolve_parent(lane, &cx, parent, blocks)? {
                 Start::Reused { changed } => changed,
-                Start::From { node, last } => self.insert_blocks_from(lane, &cx, node, last, blocks)?,
+                Start::From { node, last } => {
+                    self.insert_blocks_from(lane, &cx, node, last, blocks)?
+                }
             },
         };
-        Ok(StoreOutcome { fast_path: false, duplicate: !changed })
+        Ok(StoreOutcome {
+            fast_path: false,
+            duplicate: !changed,
+        })
     }
 
     /// The decode fast path through the lane's entry for the parent, borrowed.
@@ -169,14 +197,21 @@ impl<G: ShapeGate> Tree<G> {
         parent: ExternalSequenceBlockHash,
         blocks: &[BlockPair],
     ) -> Result<Start<G>, KvError> {
-        let not_found = || KvError::ParentBlockNotFound { rank: cx.rank, parent };
+        let not_found = || KvError::ParentBlockNotFound {
+            rank: cx.rank,
+            parent,
+        };
         let id = lane.entry(cx.rank, parent).ok_or_else(not_found)?;
         let mut node = Arc::clone(lane.node(id));
         loop {
-            let (covered, _) = node.gate.plan(|s| s.position(parent).map(|pos| s.covered_len(cx.slot) > pos));
+            let (covered, _) = node
+                .gate
+                .plan(|s| s.position(parent).map(|pos| s.covered_len(cx.slot) > pos));
             match covered {
                 None => {
-                    node = self.repair(lane, &node, parent, Direction::TowardTail, cx.guard).ok_or_else(not_found)?;
+                    node = self
+                        .repair(lane, &node, parent, Direction::TowardTail, cx.guard)
+                        .ok_or_else(not_found)?;
                     continue;
                 }
                 Some(false) => {
@@ -189,13 +224,18 @@ impl<G: ShapeGate> Tree<G> {
                 ParentCommit::Stale => Self::restart(lane),
                 ParentCommit::Reused { changed } => {
                     let updated = lane.upsert(cx.rank, externals(blocks), &node);
-                    return Ok(Start::Reused { changed: changed || updated > 0 });
+                    return Ok(Start::Reused {
+                        changed: changed || updated > 0,
+                    });
                 }
                 ParentCommit::InsertFrom { split } => {
                     if let Some(suffix) = split {
                         self.redirect_split(lane, &node, &suffix, cx.guard);
                     }
-                    return Ok(Start::From { node, last: Some(parent) });
+                    return Ok(Start::From {
+                        node,
+                        last: Some(parent),
+                    });
                 }
             }
         }
@@ -217,7 +257,9 @@ impl<G: ShapeGate> Tree<G> {
         let (plan, version) = node.gate.plan(|s| plan_parent(s, parent, blocks));
         let committed = match plan {
             ParentPlan::Missing => Err(Stale),
-            ParentPlan::TailInsert => node.gate.shared(Some(version), || ParentCommit::InsertFrom { split: None }),
+            ParentPlan::TailInsert => node
+                .gate
+                .shared(Some(version), || ParentCommit::InsertFrom { split: None }),
             ParentPlan::ReuseExisting { cutoff } => node
                 .gate
                 .shared_commit(Some(version), |w| cover_prefix(w, cx.slot, cutoff))
@@ -231,10 +273,17 @@ impl<G: ShapeGate> Tree<G> {
                     append_demoting(w, cx.slot, &blocks[start..]);
                     Commit::changed(true)
                 })
-                .and_then(|appended| appended.then_some(ParentCommit::Reused { changed: true }).ok_or(Stale)),
-            ParentPlan::Split { at } => self
-                .split_node(node, at, version, None, cx.guard)
-                .map(|suffix| ParentCommit::InsertFrom { split: Some(suffix) }),
+                .and_then(|appended| {
+                    appended
+                        .then_some(ParentCommit::Reused { changed: true })
+                        .ok_or(Stale)
+                }),
+            ParentPlan::Split { at } => {
+                self.split_node(node, at, version, None, cx.guard)
+                    .map(|suffix| ParentCommit::InsertFrom {
+                        split: Some(suffix),
+                    })
+            }
         };
         committed.unwrap_or(ParentCommit::Stale)
     }
@@ -256,7 +305,10 @@ impl<G: ShapeGate> Tree<G> {
             let moved = node.children.take_for_split();
             init.internal = moved.len(guard) > 0;
             let key = init.edge.first().map_or(LocalBlockHash(0), |b| b.local);
-            let suffix = Arc::new(Node { gate: G::new(init), children: moved });
+            let suffix = Arc::new(Node {
+                gate: G::new(init),
+                children: moved,
+            });
             let mut entries = vec![(key, Arc::clone(&suffix))];
             if let Some((slot, tail)) = tail {
                 promote_full(w, slot);
@@ -271,12 +323,21 @@ impl<G: ShapeGate> Tree<G> {
     /// After this lane split `prefix`, moves this lane's entries for blocks
     /// now on `suffix` (up to each rank's coverage there) that still name
     /// `prefix`.
-    fn redirect_split(&self, lane: &mut Lane<G>, prefix: &Node<G>, suffix: &Arc<Node<G>>, guard: &Guard<G>) {
+    fn redirect_split(
+        &self,
+        lane: &mut Lane<G>,
+        prefix: &Node<G>,
+        suffix: &Arc<Node<G>>,
+        guard: &Guard<G>,
+    ) {
         if lane.id_of(prefix).is_none() {
             return;
         }
         let table = self.slots.table(guard);
-        let ranks: Vec<_> = lane.ranks().filter_map(|r| table.slot(r).map(|s| (r, s))).collect();
+        let ranks: Vec<_> = lane
+            .ranks()
+            .filter_map(|r| table.slot(r).map(|s| (r, s)))
+            .collect();
         let mut moves = Vec::new();
         suffix.gate.read(|s| {
             moves.clear();
@@ -304,7 +365,11 @@ impl<G: ShapeGate> Tree<G> {
                 Step::Retry => Self::restart(lane),
                 Step::Resolved(node) => parent = node,
                 Step::Done { changed: c } => return Ok(changed || c),
-                Step::Descend { child, consumed, changed: c } => {
+                Step::Descend {
+                    child,
+                    consumed,
+                    changed: c,
+                } => {
                     changed |= c;
                     last = Some(remaining[consumed - 1].external);
                     remaining = &remaining[consumed..];
@@ -330,22 +395,32 @@ impl<G: ShapeGate> Tree<G> {
                     Some(_) => ChildPlan::Interior,
                     None => ChildPlan::StaleParent,
                 },
-                _ => parent.children.get_arc(key, cx.guard).map_or(ChildPlan::Missing, ChildPlan::Descend),
+                _ => parent
+                    .children
+                    .get_arc(key, cx.guard)
+                    .map_or(ChildPlan::Missing, ChildPlan::Descend),
             };
             (plan, s.is_internal(), s.is_anchor())
         });
         match plan {
             ChildPlan::StaleParent => {
                 let hash = last.unwrap_or_default();
-                let not_found = KvError::ParentBlockNotFound { rank: cx.rank, parent: hash };
+                let not_found = KvError::ParentBlockNotFound {
+                    rank: cx.rank,
+                    parent: hash,
+                };
                 let resolved = self.repair(lane, parent, hash, Direction::TowardTail, cx.guard);
                 return resolved.map(Step::Resolved).ok_or(not_found);
             }
-            ChildPlan::Descend(child) => return Ok(self.insert_into_child(lane, cx, child, remaining)),
+            ChildPlan::Descend(child) => {
+                return Ok(self.insert_into_child(lane, cx, child, remaining))
+            }
             ChildPlan::Interior | ChildPlan::Missing => {}
         }
         if let (Some(p), false) = (last, anchor) {
-            if let Some(step) = self.place_at_parent(lane, cx, parent, p, remaining, internal, version) {
+            if let Some(step) =
+                self.place_at_parent(lane, cx, parent, p, remaining, internal, version)
+            {
                 return Ok(step);
             }
         }
@@ -369,9 +444,13 @@ impl<G: ShapeGate> Tree<G> {
             ParentCommit::Stale => return Some(Step::Retry),
             ParentCommit::Reused { changed } => {
                 let updated = lane.upsert(cx.rank, externals(remaining), parent);
-                return Some(Step::Done { changed: changed || updated > 0 });
+                return Some(Step::Done {
+                    changed: changed || updated > 0,
+                });
             }
-            ParentCommit::InsertFrom { split: Some(suffix) } => {
+            ParentCommit::InsertFrom {
+                split: Some(suffix),
+            } => {
                 self.redirect_split(lane, parent, &suffix, cx.guard);
                 return Some(Step::Retry);
             }
@@ -412,14 +491,18 @@ impl<G: ShapeGate> Tree<G> {
         let key = remaining[0].local;
         let fresh = Arc::new(Node::new(ShapeInit::leaf(remaining.to_vec(), cx.slot)));
         let inserted = if internal {
-            parent.gate.shared(Some(version), || parent.children.insert_if_absent(key, &fresh, cx.guard))
+            parent.gate.shared(Some(version), || {
+                parent.children.insert_if_absent(key, &fresh, cx.guard)
+            })
         } else {
-            parent.gate.exclusive_commit(Some(version), |w| match parent.children.insert_if_absent(key, &fresh, cx.guard) {
-                Insert::Inserted => {
-                    w.set_internal();
-                    Commit::changed(Insert::Inserted)
+            parent.gate.exclusive_commit(Some(version), |w| {
+                match parent.children.insert_if_absent(key, &fresh, cx.guard) {
+                    Insert::Inserted => {
+                        w.set_internal();
+                        Commit::changed(Insert::Inserted)
+                    }
+                    existing => Commit::unchanged(existing),
                 }
-                existing => Commit::unchanged(existing),
             })
         };
         match inserted {
@@ -433,20 +516,41 @@ impl<G: ShapeGate> Tree<G> {
     }
 
     /// Places `remaining` on `child`, whose first local hash matches.
-    fn insert_into_child(&self, lane: &mut Lane<G>, cx: &Cx<'_, G>, child: Arc<Node<G>>, remaining: &[BlockPair]) -> Step<G> {
+    fn insert_into_child(
+        &self,
+        lane: &mut Lane<G>,
+        cx: &Cx<'_, G>,
+        child: Arc<Node<G>>,
+        remaining: &[BlockPair],
+    ) -> Step<G> {
         loop {
-            let ((matched, len), version) =
-                child.gate.plan(|s| (s.local_match_len(0, remaining.iter().map(|b| b.local)), s.len()));
+            let ((matched, len), version) = child.gate.plan(|s| {
+                (
+                    s.local_match_len(0, remaining.iter().map(|b| b.local)),
+                    s.len(),
+                )
+            });
             if matched == 0 {
                 return Step::Retry;
             }
             let committed = if matched == len {
-                self.cover_child(lane, cx, child.clone(), &remaining[..len.min(remaining.len())], version)
+                self.cover_child(
+                    lane,
+                    cx,
+                    child.clone(),
+                    &remaining[..len.min(remaining.len())],
+                    version,
+                )
             } else if matched == remaining.len() {
-                child.gate.shared_commit(Some(version), |w| cover_prefix(w, cx.slot, matched)).map(|changed| {
-                    let updated = lane.upsert(cx.rank, externals(remaining), &child);
-                    Step::Done { changed: changed || updated > 0 }
-                })
+                child
+                    .gate
+                    .shared_commit(Some(version), |w| cover_prefix(w, cx.slot, matched))
+                    .map(|changed| {
+                        let updated = lane.upsert(cx.rank, externals(remaining), &child);
+                        Step::Done {
+                            changed: changed || updated > 0,
+                        }
+                    })
             } else {
                 self.split_child_for_tail(lane, cx, &child, remaining, matched, version)
             };
@@ -467,9 +571,15 @@ impl<G: ShapeGate> Tree<G> {
         version: Version,
     ) -> Result<Step<G>, Stale> {
         let len = covered.len();
-        let changed = child.gate.shared_commit(Some(version), |w| promote_full(w, cx.slot))?;
+        let changed = child
+            .gate
+            .shared_commit(Some(version), |w| promote_full(w, cx.slot))?;
         let updated = lane.upsert(cx.rank, externals(covered), &child);
-        Ok(Step::Descend { child, consumed: len, changed: changed || updated > 0 })
+        Ok(Step::Descend {
+            child,
+            consumed: len,
+            changed: changed || updated > 0,
+        })
     }
 
     fn split_child_for_tail(
@@ -483,7 +593,13 @@ impl<G: ShapeGate> Tree<G> {
     ) -> Result<Step<G>, Stale> {
         let tail = &remaining[matched..];
         let tail_node = Arc::new(Node::new(ShapeInit::leaf(tail.to_vec(), cx.slot)));
-        let suffix = self.split_node(child, matched, version, Some((cx.slot, Arc::clone(&tail_node))), cx.guard)?;
+        let suffix = self.split_node(
+            child,
+            matched,
+            version,
+            Some((cx.slot, Arc::clone(&tail_node))),
+            cx.guard,
+        )?;
         self.redirect_split(lane, child, &suffix, cx.guard);
         lane.upsert(cx.rank, externals(&remaining[..matched]), child);
         lane.upsert(cx.rank, externals(tail), &tail_node);

@@ -54,7 +54,8 @@ impl SlotBits {
     #[inline]
     pub fn contains(&self, slot: Slot) -> bool {
         let (chunk, word, mask) = Self::locate(slot);
-        self.chunk(chunk).is_some_and(|words| words[word] & mask != 0)
+        self.chunk(chunk)
+            .is_some_and(|words| words[word] & mask != 0)
     }
 
     /// Adds `slot`; returns whether it was absent.
@@ -96,7 +97,9 @@ impl SlotBits {
 
     /// Number of slots in the set.
     pub fn len(&self) -> usize {
-        self.words().map(|(_, word)| word.count_ones() as usize).sum()
+        self.words()
+            .map(|(_, word)| word.count_ones() as usize)
+            .sum()
     }
 
     /// Removes every slot, keeping the allocation.
@@ -155,13 +158,19 @@ impl SlotBits {
 
     /// The slots in ascending order.
     pub fn iter(&self) -> impl Iterator<Item = Slot> + '_ {
-        self.words().flat_map(|(index, word)| BitIter { word }.map(move |bit| Slot((index * 64 + bit) as u16)))
+        self.words().flat_map(|(index, word)| {
+            BitIter { word }.map(move |bit| Slot((index * 64 + bit) as u16))
+        })
     }
 
     /// Keeps only the slots for which `keep_word` keeps the bit; calls
     /// `on_dropped` for every slot that leaves. `keep_word(i)` returns the
     /// mask of word `i` to keep.
-    pub fn retain_words(&mut self, mut keep_word: impl FnMut(usize) -> u64, mut on_dropped: impl FnMut(Slot)) {
+    pub fn retain_words(
+        &mut self,
+        mut keep_word: impl FnMut(usize) -> u64,
+        mut on_dropped: impl FnMut(Slot),
+    ) {
         let inline = self.inline.iter_mut();
         let chunked = self.chunks.iter_mut().flatten();
         for (index, word) in inline.chain(chunked).enumerate() {
@@ -169,7 +178,9 @@ impl SlotBits {
                 continue;
             }
             let kept = *word & keep_word(index);
-            for bit in (BitIter { word: *word & !kept }) {
+            for bit in (BitIter {
+                word: *word & !kept,
+            }) {
                 on_dropped(Slot((index * 64 + bit) as u16));
             }
             *word = kept;

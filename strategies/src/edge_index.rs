@@ -74,8 +74,14 @@ impl EdgeIndex {
         hash: ExternalSequenceBlockHash,
         near: usize,
     ) -> Option<usize> {
-        for candidate in [near.checked_add(1), near.checked_sub(1)].into_iter().flatten() {
-            if edge.get(candidate).is_some_and(|pair| pair.external == hash) {
+        for candidate in [near.checked_add(1), near.checked_sub(1)]
+            .into_iter()
+            .flatten()
+        {
+            if edge
+                .get(candidate)
+                .is_some_and(|pair| pair.external == hash)
+            {
                 return Some(candidate);
             }
         }
@@ -95,7 +101,9 @@ mod tests {
     fn positions_match_a_map_model_across_threshold_appends_and_splits() {
         let mut state = 7u64;
         let mut next = || {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             (state >> 33) % 40
         };
         for _ in 0..200 {
@@ -111,7 +119,10 @@ mod tests {
             index.truncated(&pairs);
             for h in 0..40 {
                 let expected = pairs.iter().rposition(|p| p.external.0 == h);
-                assert_eq!(index.position(&pairs, ExternalSequenceBlockHash(h)), expected);
+                assert_eq!(
+                    index.position(&pairs, ExternalSequenceBlockHash(h)),
+                    expected
+                );
             }
         }
     }
@@ -120,7 +131,13 @@ mod tests {
     fn position_near_prefers_the_neighbour_copy_of_a_repeat() {
         let pairs = edge(&[1, 2, 3, 2, 5]);
         let index = EdgeIndex::build(&pairs);
-        assert_eq!(index.position(&pairs, ExternalSequenceBlockHash(2)), Some(3));
-        assert_eq!(index.position_near(&pairs, ExternalSequenceBlockHash(2), 0), Some(1));
+        assert_eq!(
+            index.position(&pairs, ExternalSequenceBlockHash(2)),
+            Some(3)
+        );
+        assert_eq!(
+            index.position_near(&pairs, ExternalSequenceBlockHash(2), 0),
+            Some(1)
+        );
     }
 }

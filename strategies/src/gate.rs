@@ -52,11 +52,17 @@ pub struct Commit<R> {
 impl<R> Commit<R> {
     /// A commit that changed the shape.
     pub fn changed(value: R) -> Self {
-        Self { value, shape_changed: true }
+        Self {
+            value,
+            shape_changed: true,
+        }
     }
     /// A commit that left the shape alone (coverage-only changes).
     pub fn unchanged(value: R) -> Self {
-        Self { value, shape_changed: false }
+        Self {
+            value,
+            shape_changed: false,
+        }
     }
 }
 

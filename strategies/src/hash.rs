@@ -4,13 +4,17 @@
 use serde::{Deserialize, Serialize};
 
 /// Hash of one block's tokens. Drives traversal: child keys and edge matching.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
 #[serde(transparent)]
 pub struct LocalBlockHash(pub u64);
 
 /// The engine's chained hash of a block and its whole prefix. Drives identity:
 /// parents, removals and lookup entries.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
 #[serde(transparent)]
 pub struct ExternalSequenceBlockHash(pub u64);
 

@@ -78,18 +78,28 @@ pub(crate) fn rwlock_append(
     let mut state = gate.state.write();
     let checked = append_eligibility(&*state, slot, parent, blocks);
     let internal_only = mutant == Mutant::SkipInternalCheck && checked == Err(AppendMiss::Internal);
-    if checked.is_err() && !(internal_only && state.tail().map(|t| t.external) == Some(parent) && state.is_full(slot)) {
+    if checked.is_err()
+        && !(internal_only
+            && state.tail().map(|t| t.external) == Some(parent)
+            && state.is_full(slot))
+    {
         return Some(checked.map(|()| 0));
     }
     let old_len = state.len();
     if mutant == Mutant::ClearBitBeforeCutoff {
-        let others: Vec<Slot> = state.full_slots().into_iter().filter(|&s| s != slot).collect();
+        let others: Vec<Slot> = state
+            .full_slots()
+            .into_iter()
+            .filter(|&s| s != slot)
+            .collect();
         others.iter().for_each(|&s| {
             state.remove_full(s);
         });
         drop(state);
         state = gate.state.write();
-        others.iter().for_each(|&s| state.set_cutoff(s, old_len as u32));
+        others
+            .iter()
+            .for_each(|&s| state.set_cutoff(s, old_len as u32));
         state.push_blocks(blocks);
         promote_full(&mut *state, slot);
     } else {

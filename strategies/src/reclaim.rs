@@ -160,7 +160,9 @@ impl<T: std::fmt::Debug> std::fmt::Debug for AtomicBox<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // SAFETY: the pointer is always a live box while `self` exists, and a
         // shared borrow of `self` keeps it from being dropped.
-        f.debug_tuple("AtomicBox").field(unsafe { &*self.ptr.load(Ordering::Acquire) }).finish()
+        f.debug_tuple("AtomicBox")
+            .field(unsafe { &*self.ptr.load(Ordering::Acquire) })
+            .finish()
     }
 }
 
@@ -236,7 +238,8 @@ impl<T: Send + Sync + 'static> AtomicBox<T> {
     fn swap_raw(&self, new: T) -> *mut T {
         // AcqRel: Release publishes `new`; Acquire orders our later use of the
         // old pointer after its publication.
-        self.ptr.swap(Box::into_raw(Box::new(new)), Ordering::AcqRel)
+        self.ptr
+            .swap(Box::into_raw(Box::new(new)), Ordering::AcqRel)
     }
 
     /// Unique access (no reader can exist).

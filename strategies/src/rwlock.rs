@@ -129,6 +129,7 @@ unsafe impl ShapeGate for RwLockGate {
     }
 
     fn footprint(&self) -> usize {
-        std::mem::size_of::<Self>() - std::mem::size_of::<PlainShape>() + self.state.read().footprint()
+        std::mem::size_of::<Self>() - std::mem::size_of::<PlainShape>()
+            + self.state.read().footprint()
     }
 }

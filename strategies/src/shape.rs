@@ -59,7 +59,8 @@ pub trait ShapeRead {
         if self.is_full(slot) {
             self.len()
         } else {
-            self.cutoff(slot).map_or(0, |k| (k as usize).min(self.len()))
+            self.cutoff(slot)
+                .map_or(0, |k| (k as usize).min(self.len()))
         }
     }
     /// The last block of the edge.
@@ -71,7 +72,11 @@ pub trait ShapeRead {
         self.has_full() || self.has_cutoffs()
     }
     /// Number of leading positions from `from` whose local hash equals `locals`.
-    fn local_match_len(&self, from: usize, locals: impl IntoIterator<Item = LocalBlockHash>) -> usize {
+    fn local_match_len(
+        &self,
+        from: usize,
+        locals: impl IntoIterator<Item = LocalBlockHash>,
+    ) -> usize {
         let len = self.len();
         let mut matched = 0;
         for local in locals {
@@ -86,7 +91,10 @@ pub trait ShapeRead {
     /// Whether `blocks` equal (local and external) the edge from `from` on.
     fn pairs_match(&self, from: usize, blocks: &[BlockPair]) -> bool {
         from + blocks.len() <= self.len()
-            && blocks.iter().enumerate().all(|(i, block)| self.pair(from + i) == *block)
+            && blocks
+                .iter()
+                .enumerate()
+                .all(|(i, block)| self.pair(from + i) == *block)
     }
     /// Copies `edge[range]` into `out`.
     fn copy_pairs(&self, range: std::ops::Range<usize>, out: &mut Vec<BlockPair>) {
@@ -403,10 +411,16 @@ mod tests {
         let suffix = split_at(&mut node, 3);
         assert_eq!(node.len(), 3);
         assert!(node.is_internal());
-        assert_eq!(node.full_slots(), vec![Slot(0), Slot(2), Slot(300), Slot(301)]);
+        assert_eq!(
+            node.full_slots(),
+            vec![Slot(0), Slot(2), Slot(300), Slot(301)]
+        );
         assert_eq!(node.cutoff(Slot(1)), Some(2));
         assert_eq!(suffix.edge.len(), 3);
-        assert_eq!(suffix.full.iter().collect::<Vec<_>>(), vec![Slot(0), Slot(300)]);
+        assert_eq!(
+            suffix.full.iter().collect::<Vec<_>>(),
+            vec![Slot(0), Slot(300)]
+        );
         assert_eq!(suffix.cutoffs, vec![(Slot(301), 2)]);
     }
 

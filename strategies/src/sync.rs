@@ -220,8 +220,8 @@ macro_rules! checker_locks {
 
         /// Threads of the checker.
         pub mod thread {
-            pub use $krate::thread::{current, spawn, yield_now, Builder, JoinHandle};
             pub use std::thread::sleep;
+            pub use $krate::thread::{current, spawn, yield_now, Builder, JoinHandle};
         }
 
         /// Channels of the checker.
@@ -301,7 +301,10 @@ pub mod checker_state {
 
     /// Queues `f` until no thread is pinned.
     pub fn defer(f: impl FnOnce() + Send + 'static) {
-        DEFERRED.lock().unwrap_or_else(|e| e.into_inner()).push(Box::new(f));
+        DEFERRED
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Box::new(f));
     }
 
     /// Runs every queued function if no thread is pinned.

@@ -28,7 +28,10 @@ pub fn store(worker: u64, prefix: &[u64], locals: &[u64]) -> RouterEvent {
 
 /// External hashes of `locals` after `prefix`.
 pub fn hashes(prefix: &[u64], locals: &[u64]) -> Vec<ExternalSequenceBlockHash> {
-    chained(tail_hash(prefix), locals).into_iter().map(|b| b.external).collect()
+    chained(tail_hash(prefix), locals)
+        .into_iter()
+        .map(|b| b.external)
+        .collect()
 }
 
 pub fn remove_by(rank: WorkerWithDpRank, prefix: &[u64], locals: &[u64]) -> RouterEvent {
@@ -51,7 +54,10 @@ pub struct Fixture<G: ShapeGate> {
 
 impl<G: ShapeGate> Fixture<G> {
     pub fn new(fast_path: bool, lanes: usize) -> Self {
-        let tree = Tree::new(TreeConfig { fast_path, ..TreeConfig::default() });
+        let tree = Tree::new(TreeConfig {
+            fast_path,
+            ..TreeConfig::default()
+        });
         let lanes = (0..lanes).map(|_| tree.new_lane()).collect();
         Self { tree, lanes }
     }
@@ -70,12 +76,18 @@ impl<G: ShapeGate> Fixture<G> {
         }
     }
 
-    pub fn try_apply(&mut self, lane: usize, event: RouterEvent) -> Result<EventOutcome, crtc::types::KvError> {
+    pub fn try_apply(
+        &mut self,
+        lane: usize,
+        event: RouterEvent,
+    ) -> Result<EventOutcome, crtc::types::KvError> {
         self.tree.apply_event(&mut self.lanes[lane], &event)
     }
 
     pub fn score(&self, worker: u64, locals: &[u64]) -> u32 {
-        self.tree.find_matches(&q(locals), false).score(rank(worker))
+        self.tree
+            .find_matches(&q(locals), false)
+            .score(rank(worker))
     }
 
     pub fn score_of(&self, rank: WorkerWithDpRank, locals: &[u64]) -> u32 {

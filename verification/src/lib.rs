@@ -26,6 +26,7 @@ pub mod catalog;
 pub mod harness;
 pub mod queries;
 pub mod rng;
+pub mod tree_backends;
 pub mod workload;
 
 pub use backends::{DropRemovalsBackend, ReferenceBackend};
@@ -33,6 +34,7 @@ pub use catalog::Catalog;
 pub use harness::{run_differential, Report};
 pub use queries::{queries_for, STRAY_LOCAL};
 pub use rng::Rng;
+pub use tree_backends::{IndexerBackend, TreeBackend};
 pub use workload::{cases_from_env, random_stream, stream_strategy};
 
 use crtc::reference::{Reference, Verdict};
