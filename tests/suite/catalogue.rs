@@ -445,3 +445,68 @@ fn exhausted_slots_fail_closed() {
     assert_eq!(f.score(3, &[1, 2, 3]), 3);
     assert_eq!(f.score(1, &[1, 2, 3]), 0);
 }
+
+// Fast-path declines (issue 3): each store below must leave the fast path
+// with the given reason and still apply through the general path.
+
+fn misses(f: &Fixture<G>, lane: usize, reason: crtc_strategies::AppendMiss) -> u64 {
+    f.lanes[lane].counters().misses(reason)
+}
+
+#[test]
+fn fast_path_declines_an_internal_node() {
+    use crtc_strategies::AppendMiss;
+    let mut f = fixture(2);
+    f.apply(0, store(1, &[], &[1, 2, 3, 4]));
+    f.apply(1, store(2, &[], &[1, 2, 3, 9]));
+    f.apply(0, store(1, &[1, 2, 3], &[7]));
+    assert_eq!(misses(&f, 0, AppendMiss::Internal), FAST as u64);
+    assert_eq!(f.score(1, &[1, 2, 3, 7]), 4);
+    assert_eq!(f.score(1, &[1, 2, 3, 4]), 4);
+    assert_eq!(f.edge_lengths(), vec![1, 1, 1, 3]);
+}
+
+#[test]
+fn fast_path_declines_a_parent_that_is_not_the_tail() {
+    use crtc_strategies::AppendMiss;
+    let mut f = fixture(1);
+    f.apply(0, store(1, &[], &[1, 2, 3, 4]));
+    f.apply(0, store(1, &[1, 2], &[9]));
+    assert_eq!(misses(&f, 0, AppendMiss::NotTail), FAST as u64);
+    assert_eq!(lane_hits(&f, 0), 0);
+    assert_eq!(f.score(1, &[1, 2, 9]), 3);
+    assert_eq!(f.score(1, &[1, 2, 3, 4]), 4);
+}
+
+#[test]
+fn fast_path_declines_a_stale_entry_after_another_lanes_split() {
+    let mut f = fixture(2);
+    f.apply(0, store(1, &[], &[1, 2, 3, 4]));
+    f.apply(1, store(2, &[], &[1, 2, 9]));
+    let general_before = f.lanes[0].counters().general_stores.get();
+    f.apply(0, store(1, &[1, 2, 3, 4], &[5]));
+    assert_eq!(lane_hits(&f, 0), 0, "the entry names the split prefix");
+    assert_eq!(f.lanes[0].counters().general_stores.get(), general_before + 1);
+    assert!(f.lanes[0].counters().repairs.get() >= 1);
+    assert_eq!(f.score(1, &[1, 2, 3, 4, 5]), 5);
+    f.apply(0, store(1, &[1, 2, 3, 4, 5], &[6]));
+    assert_eq!(lane_hits(&f, 0), FAST as u64, "after the repair the entry names the leaf");
+    assert_eq!(f.score(1, &[1, 2, 3, 4, 5, 6]), 6);
+}
+
+#[test]
+fn fast_path_takes_chained_decode_stores_and_demotes_sharers() {
+    let mut f = fixture(2);
+    f.apply(0, store(1, &[], &[1, 2]));
+    f.apply(1, store(2, &[], &[1, 2]));
+    let mut prefix = vec![1, 2];
+    for block in 3..20 {
+        f.apply(0, store(1, &prefix, &[block]));
+        prefix.push(block);
+    }
+    assert_eq!(lane_hits(&f, 0), if FAST { 17 } else { 0 });
+    assert_eq!(f.edge_lengths(), vec![19]);
+    assert_eq!(f.score(1, &prefix), 19);
+    assert_eq!(f.score(2, &prefix), 2);
+    assert_eq!(f.tree.topology()[0].cutoffs, vec![(rank(2), 2)]);
+}

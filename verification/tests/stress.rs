@@ -1,0 +1,247 @@
+//! Real-thread stress: writer lanes with disjoint ranks sharing prefixes race
+//! stores, decode appends and leaf-first removals on shared leaves while a
+//! reader checks C1 on every read (no score above what the rank ever stored);
+//! after the writers join, every score must equal the reference model's held
+//! prefix exactly (C2). Runs for every strategy, fast path on and off.
+//! `CRTC_STRESS_ROUNDS` scales the run (default 3).
+
+use crtc::reference::Reference;
+use crtc::types::chain::chained;
+use crtc::types::{BlockPair, LocalBlockHash, RouterEvent, WorkerWithDpRank};
+use crtc::{Tree, TreeConfig};
+use crtc_strategies::sync::atomic::{AtomicBool, Ordering};
+use crtc_strategies::sync::{thread, Arc};
+use crtc_strategies::ShapeGate;
+use crtc_verification::Rng;
+use rustc_hash::{FxHashMap, FxHashSet};
+
+const LANES: u64 = 2;
+const RANKS_PER_LANE: u64 = 3;
+
+/// One rank's strict event stream: sessions under shared system prompts,
+/// decode appends (some shared by every rank), leaf-first removals.
+fn rank_stream(rank: WorkerWithDpRank, seed: u64, steps: usize) -> Vec<RouterEvent> {
+    let mut rng = Rng::new(seed);
+    let mut below = |n: u64| rng.below(n as usize) as u64;
+    let mut events = Vec::new();
+    let mut held: Vec<Vec<BlockPair>> = Vec::new();
+    for _ in 0..steps {
+        match below(10) {
+            0..=2 => {
+                let system = 100 + below(3);
+                let mut locals = vec![system, system + 10];
+                locals.extend((0..1 + below(3)).map(|_| 1000 + below(6)));
+                let blocks = chained(None, &locals);
+                events.push(RouterEvent::stored(rank, None, blocks.clone()));
+                held.push(blocks);
+            }
+            3..=7 if !held.is_empty() => {
+                let chain = below(held.len() as u64) as usize;
+                let parent = held[chain].last().map(|b| b.external);
+                let local = if below(2) == 0 {
+                    7000 + below(2)
+                } else {
+                    9000 + rank.worker_id * 100 + below(50)
+                };
+                let block = chained(parent, &[local]);
+                events.push(RouterEvent::stored(rank, parent, block.clone()));
+                held[chain].extend(block);
+            }
+            _ if !held.is_empty() => {
+                let chain = below(held.len() as u64) as usize;
+                let shared = |b: &BlockPair| {
+                    held.iter()
+                        .flatten()
+                        .filter(|o| o.external == b.external)
+                        .count()
+                        > 1
+                };
+                let unshared = held[chain].iter().rev().take_while(|b| !shared(b)).count();
+                let cut = (1 + below(held[chain].len() as u64) as usize).min(unshared);
+                if cut == 0 {
+                    continue;
+                }
+                let keep = held[chain].len() - cut;
+                let gone: Vec<_> = held[chain][keep..]
+                    .iter()
+                    .rev()
+                    .map(|b| b.external)
+                    .collect();
+                events.push(RouterEvent::removed(rank, gone));
+                held[chain].truncate(keep);
+                if keep == 0 {
+                    held.swap_remove(chain);
+                }
+            }
+            _ => {}
+        }
+    }
+    events
+}
+
+/// Max score per (rank, query) a read may ever return: the leading query
+/// blocks the rank ever stored.
+fn ever_stored(
+    streams: &[(WorkerWithDpRank, Vec<RouterEvent>)],
+) -> FxHashMap<WorkerWithDpRank, FxHashSet<u64>> {
+    let mut ever: FxHashMap<_, FxHashSet<u64>> = FxHashMap::default();
+    for (rank, events) in streams {
+        for event in events {
+            if let crtc::types::KvCacheEventData::Stored { blocks, .. } = &event.event.data {
+                ever.entry(*rank)
+                    .or_default()
+                    .extend(blocks.iter().map(|b| b.external.0));
+            }
+        }
+    }
+    ever
+}
+
+fn queries(streams: &[(WorkerWithDpRank, Vec<RouterEvent>)]) -> Vec<Vec<LocalBlockHash>> {
+    let mut paths: FxHashMap<u64, (Option<u64>, u64)> = FxHashMap::default();
+    for event in streams.iter().flat_map(|(_, e)| e) {
+        if let crtc::types::KvCacheEventData::Stored {
+            parent_hash,
+            blocks,
+        } = &event.event.data
+        {
+            let mut parent = parent_hash.map(|p| p.0);
+            for block in blocks {
+                paths.insert(block.external.0, (parent, block.local.0));
+                parent = Some(block.external.0);
+            }
+        }
+    }
+    let mut queries: Vec<Vec<LocalBlockHash>> = paths
+        .keys()
+        .map(|&tail| {
+            let mut locals = Vec::new();
+            let mut at = Some(tail);
+            while let Some(h) = at {
+                let (parent, local) = paths[&h];
+                locals.push(LocalBlockHash(local));
+                at = parent;
+            }
+            locals.reverse();
+            locals
+        })
+        .collect();
+    queries.sort();
+    queries
+}
+
+fn check_read(
+    query: &[LocalBlockHash],
+    scores: &crtc::types::OverlapScores,
+    ever: &FxHashMap<WorkerWithDpRank, FxHashSet<u64>>,
+) {
+    let externals = chained(None, &query.iter().map(|l| l.0).collect::<Vec<_>>());
+    for (rank, score) in scores.sorted() {
+        let bound = externals
+            .iter()
+            .take_while(|b| ever.get(&rank).is_some_and(|s| s.contains(&b.external.0)))
+            .count();
+        assert!(
+            score as usize <= bound,
+            "C1: {rank} scored {score} > ever-stored prefix {bound} on {query:?}"
+        );
+    }
+}
+
+fn run<G: ShapeGate>(fast_path: bool, seed: u64) {
+    let tree = Arc::new(Tree::<G>::new(TreeConfig {
+        fast_path,
+        ..TreeConfig::default()
+    }));
+    let streams: Vec<(WorkerWithDpRank, Vec<RouterEvent>)> = (0..LANES * RANKS_PER_LANE)
+        .map(|w| {
+            let rank = WorkerWithDpRank::new(w, 0);
+            (rank, rank_stream(rank, seed * 1000 + w, 400))
+        })
+        .collect();
+    let (ever, queries) = (Arc::new(ever_stored(&streams)), Arc::new(queries(&streams)));
+    let done = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (tree, ever, queries, done) =
+            (tree.clone(), ever.clone(), queries.clone(), done.clone());
+        thread::spawn(move || {
+            let mut reads = 0u64;
+            // Acquire: pairs with the Release store after the writers joined.
+            while !done.load(Ordering::Acquire) {
+                for query in queries.iter() {
+                    check_read(query, &tree.find_matches(query, false), &ever);
+                    reads += 1;
+                }
+            }
+            reads
+        })
+    };
+    let writers: Vec<_> = (0..LANES as usize)
+        .map(|lane| {
+            let mine: Vec<_> = streams
+                .iter()
+                .filter(|(r, _)| r.worker_id % LANES == lane as u64)
+                .cloned()
+                .collect();
+            let tree = tree.clone();
+            thread::spawn(move || {
+                let mut lane = tree.new_lane();
+                let longest = mine.iter().map(|(_, e)| e.len()).max().unwrap_or(0);
+                for step in 0..longest {
+                    for (_, events) in &mine {
+                        if let Some(event) = events.get(step) {
+                            tree.apply_event(&mut lane, event)
+                                .expect("strict streams apply");
+                        }
+                    }
+                }
+                lane
+            })
+        })
+        .collect();
+    let lanes: Vec<_> = writers
+        .into_iter()
+        .map(|w| w.join().expect("writer"))
+        .collect();
+    // Release: the reader stops after its current pass.
+    done.store(true, Ordering::Release);
+    let reads = reader.join().expect("reader");
+    assert!(reads > 0);
+    let mut model = Reference::new();
+    streams.iter().flat_map(|(_, e)| e).for_each(|e| {
+        model.apply(e);
+    });
+    for query in queries.iter() {
+        let scores = tree.find_matches(query, false);
+        let wrong = model.check(query, &scores);
+        assert!(
+            wrong.is_empty(),
+            "C2 after join, seed {seed}: {query:?} {wrong:?}"
+        );
+    }
+    drop(lanes);
+}
+
+fn rounds() -> u64 {
+    std::env::var("CRTC_STRESS_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3)
+}
+
+macro_rules! stress {
+    ($name:ident, $gate:ty) => {
+        mod $name {
+            #[test]
+            fn racing_lanes_never_overcount_and_end_exact_fast_path_on() {
+                (0..super::rounds()).for_each(|seed| super::run::<$gate>(true, seed));
+            }
+            #[test]
+            fn racing_lanes_never_overcount_and_end_exact_fast_path_off() {
+                (0..super::rounds()).for_each(|seed| super::run::<$gate>(false, seed));
+            }
+        }
+    };
+}
+
+stress!(rwlock, crtc_strategies::RwLockGate);
