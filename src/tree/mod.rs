@@ -65,6 +65,8 @@ pub enum EventOutcome {
 /// One node as seen by [`Tree::topology`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeInfo {
+    /// Index of the parent in the returned list (`None` under the root).
+    pub parent: Option<usize>,
     /// Blocks above the node's edge.
     pub depth: usize,
     /// The edge.
@@ -216,14 +218,10 @@ impl<G: ShapeGate> Tree<G> {
         let guard = G::Reclaim::pin();
         let table = self.slots.table(&guard);
         let mut nodes = Vec::new();
-        let mut stack: Vec<(usize, Arc<Node<G>>)> = self
-            .root
-            .children
-            .snapshot(&guard)
-            .into_iter()
-            .map(|(_, c)| (0, c))
-            .collect();
-        while let Some((depth, node)) = stack.pop() {
+        let roots = self.root.children.snapshot(&guard).into_iter();
+        let mut stack: Vec<(Option<usize>, usize, Arc<Node<G>>)> =
+            roots.map(|(_, c)| (None, 0, c)).collect();
+        while let Some((parent, depth, node)) = stack.pop() {
             let mut info = node.gate.read(|s| {
                 let mut edge = Vec::new();
                 s.copy_pairs(0..s.len(), &mut edge);
@@ -235,6 +233,7 @@ impl<G: ShapeGate> Tree<G> {
                 let mut cutoffs = Vec::new();
                 s.for_each_cutoff(|slot, k| cutoffs.extend(table.owner(slot).map(|r| (r, k))));
                 NodeInfo {
+                    parent,
                     depth,
                     edge,
                     full,
@@ -245,11 +244,8 @@ impl<G: ShapeGate> Tree<G> {
             });
             let children = node.children.snapshot(&guard);
             info.children = children.len();
-            stack.extend(
-                children
-                    .into_iter()
-                    .map(|(_, c)| (depth + info.edge.len(), c)),
-            );
+            let below = depth + info.edge.len();
+            stack.extend(children.into_iter().map(|(_, c)| (Some(nodes.len()), below, c)));
             nodes.push(info);
         }
         nodes

@@ -510,3 +510,72 @@ fn fast_path_takes_chained_decode_stores_and_demotes_sharers() {
     assert_eq!(f.score(2, &prefix), 2);
     assert_eq!(f.tree.topology()[0].cutoffs, vec![(rank(2), 2)]);
 }
+
+/// The walk as plain hash sets over the tree's topology (always intersecting),
+/// the semantics the slot-bitset walk must reproduce exactly.
+fn hash_set_walk(
+    nodes: &[crtc::NodeInfo],
+    query: &[u64],
+) -> std::collections::BTreeMap<crtc::types::WorkerWithDpRank, u32> {
+    use std::collections::{BTreeMap, BTreeSet};
+    let mut scores = BTreeMap::new();
+    let mut at = None;
+    let mut active: BTreeSet<_> = BTreeSet::new();
+    let mut depth = 0usize;
+    loop {
+        let Some(&next_local) = query.get(depth) else { break };
+        let Some(index) = nodes.iter().position(|n| n.parent == at && n.edge[0].local.0 == next_local) else { break };
+        let node = &nodes[index];
+        let matched = node.edge.iter().zip(&query[depth..]).take_while(|(b, &l)| b.local.0 == l).count();
+        let full: BTreeSet<_> = node.full.iter().copied().collect();
+        let cut = |rank| node.cutoffs.iter().find(|(r, _)| *r == rank).map_or(0, |&(_, k)| (k as usize).min(matched));
+        let candidates: Vec<_> = if at.is_none() { node.cutoffs.iter().map(|&(r, _)| r).collect() } else { active.difference(&full).copied().collect() };
+        for rank in candidates {
+            if depth + cut(rank) > 0 {
+                scores.insert(rank, (depth + cut(rank)) as u32);
+            }
+        }
+        active = if at.is_none() { full } else { active.intersection(&full).copied().collect() };
+        if active.is_empty() {
+            return scores;
+        }
+        depth += matched;
+        if matched < node.edge.len() {
+            break;
+        }
+        at = Some(index);
+    }
+    active.into_iter().filter(|_| depth > 0).for_each(|rank| {
+        scores.insert(rank, depth as u32);
+    });
+    scores
+}
+
+#[test]
+fn slot_walk_equals_a_hash_set_walk_on_random_coverage() {
+    let mut state = 0x5eed_u64;
+    let mut next = |n: u64| {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (state >> 33) % n
+    };
+    let mut f = fixture(1);
+    let paths: Vec<Vec<u64>> = (0..40).map(|_| (0..2 + next(10)).map(|_| 1 + next(4)).collect()).collect();
+    for worker in 0..300 {
+        let path = &paths[next(paths.len() as u64) as usize];
+        let len = 1 + next(path.len() as u64) as usize;
+        f.apply(0, store(worker, &[], &path[..len]));
+        if next(3) == 0 {
+            let cut = next(len as u64) as usize;
+            f.apply(0, remove(worker, &path[..cut], &path[cut..cut + 1]));
+        }
+    }
+    let nodes = f.tree.topology();
+    for path in &paths {
+        for len in 1..=path.len() {
+            let expected = hash_set_walk(&nodes, &path[..len]);
+            let actual: std::collections::BTreeMap<_, _> = f.tree.find_matches(&q(&path[..len]), false).sorted().into_iter().collect();
+            assert_eq!(actual, expected, "query {:?}", &path[..len]);
+        }
+    }
+    assert!(f.tree.slots_issued() > 256, "slots beyond the inline words are exercised");
+}
