@@ -25,3 +25,7 @@ macro_rules! scenarios {
 
 scenarios!(rwlock_fast, crtc_strategies::RwLockGate, true);
 scenarios!(rwlock_general, crtc_strategies::RwLockGate, false);
+#[cfg(feature = "seqlock")]
+scenarios!(seqlock_fast, crtc_strategies::SeqlockGate, true);
+#[cfg(feature = "seqlock")]
+scenarios!(seqlock_general, crtc_strategies::SeqlockGate, false);

@@ -18,6 +18,8 @@ pub mod hash;
 pub mod mutants;
 pub mod reclaim;
 pub mod rwlock;
+#[cfg(feature = "seqlock")]
+pub mod seqlock;
 pub mod shape;
 pub mod sync;
 
@@ -26,4 +28,6 @@ pub use gate::{append_eligibility, AppendMiss, Commit, ShapeGate, Stale, Version
 pub use hash::{BlockPair, ExternalSequenceBlockHash, LocalBlockHash, Slot, MAX_SLOTS};
 pub use reclaim::{AtomicBox, DefaultReclaim, EpochReclaim, Reclaim};
 pub use rwlock::RwLockGate;
+#[cfg(feature = "seqlock")]
+pub use seqlock::SeqlockGate;
 pub use shape::{PlainShape, ShapeInit, ShapeRead, ShapeWrite};

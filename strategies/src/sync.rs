@@ -24,7 +24,8 @@ mod arm {
     /// Atomics and fences (std in production).
     pub mod atomic {
         pub use std::sync::atomic::{
-            fence, AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+            fence, AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize,
+            Ordering,
         };
     }
 
@@ -240,7 +241,8 @@ mod arm {
     /// Atomics and fences (loom).
     pub mod atomic {
         pub use loom::sync::atomic::{
-            fence, AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+            fence, AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize,
+            Ordering,
         };
     }
 
@@ -256,7 +258,8 @@ mod arm {
     /// Atomics and fences (shuttle).
     pub mod atomic {
         pub use shuttle::sync::atomic::{
-            fence, AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+            fence, AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize,
+            Ordering,
         };
     }
 
@@ -328,5 +331,40 @@ pub mod checker_state {
     pub fn mutant() -> u8 {
         // SeqCst: as above.
         MUTANT.load(Ordering::SeqCst)
+    }
+}
+
+/// Process-wide statistics counters (restarts, fallbacks). They are plain
+/// std atomics in every arm: they record what happened and synchronize
+/// nothing, so the checkers need not see them.
+pub mod stats {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    /// A statistics counter.
+    #[derive(Debug)]
+    pub struct StatCounter(AtomicU64);
+
+    impl StatCounter {
+        /// A counter at zero.
+        pub const fn new() -> Self {
+            Self(AtomicU64::new(0))
+        }
+        /// Adds one.
+        #[inline]
+        pub fn bump(&self) {
+            // Relaxed: statistics only.
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+        /// The current value.
+        pub fn get(&self) -> u64 {
+            // Relaxed: statistics only.
+            self.0.load(Ordering::Relaxed)
+        }
+    }
+
+    impl Default for StatCounter {
+        fn default() -> Self {
+            Self::new()
+        }
     }
 }

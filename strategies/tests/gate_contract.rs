@@ -26,8 +26,10 @@ fn gate<G: ShapeGate>(n: u64, full: &[u16], cutoffs: &[(u16, u32)], internal: bo
     })
 }
 
-/// Everything observable about a gate's shape.
-fn observe<G: ShapeGate>(g: &G) -> (Vec<BlockPair>, Vec<Slot>, Vec<(Slot, u32)>, bool) {
+/// Everything observable about a gate's shape: edge, full slots, cutoffs, internal.
+type Observed = (Vec<BlockPair>, Vec<Slot>, Vec<(Slot, u32)>, bool);
+
+fn observe<G: ShapeGate>(g: &G) -> Observed {
     g.read(|s| {
         let mut pairs = Vec::new();
         s.copy_pairs(0..s.len(), &mut pairs);
@@ -169,3 +171,5 @@ macro_rules! contract {
 }
 
 contract!(rwlock, crtc_strategies::RwLockGate);
+#[cfg(feature = "seqlock")]
+contract!(seqlock, crtc_strategies::SeqlockGate);

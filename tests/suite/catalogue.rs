@@ -14,7 +14,10 @@ fn decode_tail_extends_in_place() {
     let dump = f.tree.dump_events();
     assert_eq!(dump, vec![store(1, &[], &[1, 2, 3, 4, 5, 6])]);
     assert_eq!(lane_hits(&f, 0), if FAST { 3 } else { 0 });
-    assert_eq!(f.lanes[0].counters().general_stores.get(), if FAST { 1 } else { 4 });
+    assert_eq!(
+        f.lanes[0].counters().general_stores.get(),
+        if FAST { 1 } else { 4 }
+    );
 }
 
 #[test]
@@ -62,7 +65,11 @@ fn suffix_reuse_with_divergent_split_preserves_every_rank() {
         (0, &[1, 2, 3, 7, 8], 3),
         (1, &[1, 2, 3, 7, 8], 3),
     ] {
-        assert_eq!(f.score(worker, query), expected, "worker {worker} query {query:?}");
+        assert_eq!(
+            f.score(worker, query),
+            expected,
+            "worker {worker} query {query:?}"
+        );
     }
 }
 
@@ -74,7 +81,10 @@ fn stale_tail_parent_repairs_to_the_suffix() {
     f.apply(1, store(2, &[1, 2], &[10]));
     let repairs_before = f.lanes[0].counters().repairs.get();
     f.apply(0, store(1, &[1, 2, 3, 4], &[5, 6]));
-    assert!(f.lanes[0].counters().repairs.get() > repairs_before, "the stale entry was repaired");
+    assert!(
+        f.lanes[0].counters().repairs.get() > repairs_before,
+        "the stale entry was repaired"
+    );
     assert_eq!(f.edge_lengths(), vec![1, 2, 4]);
     assert_eq!(f.score(1, &[1, 2, 3, 4, 5, 6]), 6);
     assert_eq!(f.score(2, &[1, 2, 10]), 3);
@@ -112,7 +122,10 @@ fn batched_removal_cuts_at_the_minimum_position_not_event_order() {
     let mut f = fixture(1);
     f.apply(0, store(1, &[], &[1, 2, 3, 4, 5, 6]));
     let all = hashes(&[], &[1, 2, 3, 4, 5, 6]);
-    f.apply(0, crtc::types::RouterEvent::removed(rank(1), vec![all[4], all[2], all[5], all[3]]));
+    f.apply(
+        0,
+        crtc::types::RouterEvent::removed(rank(1), vec![all[4], all[2], all[5], all[3]]),
+    );
     assert_eq!(f.score(1, &[1, 2, 3, 4, 5, 6]), 2);
     assert_eq!(f.lanes[0].entry_count(rank(1)), 2);
 }
@@ -171,7 +184,10 @@ fn split_preserves_high_fanout_children_under_the_suffix() {
     }
     f.apply(0, store(2, &[], &[1, 7]));
     let topology = f.tree.topology();
-    let suffix = topology.iter().find(|n| n.depth == 1 && n.edge.len() == 2).expect("suffix [2,3]");
+    let suffix = topology
+        .iter()
+        .find(|n| n.depth == 1 && n.edge.len() == 2)
+        .expect("suffix [2,3]");
     assert_eq!(suffix.children, 5);
     for child in 10..15 {
         assert_eq!(f.score(1, &[1, 2, 3, child]), 4);
@@ -202,7 +218,12 @@ fn demoted_rank_can_split_later_and_dumps_exactly() {
     assert_eq!(f.edge_lengths(), vec![1, 1, 3]);
     let mut dump = f.tree.dump_events();
     dump.iter_mut().for_each(|e| e.event.event_id = 0);
-    for expected in [store(1, &[], &[1, 2, 3]), store(2, &[], &[1, 2, 3]), store(1, &[1, 2, 3], &[4]), store(2, &[1, 2, 3], &[5])] {
+    for expected in [
+        store(1, &[], &[1, 2, 3]),
+        store(2, &[], &[1, 2, 3]),
+        store(1, &[1, 2, 3], &[4]),
+        store(2, &[1, 2, 3], &[5]),
+    ] {
         assert!(dump.contains(&expected), "dump {dump:?} lacks {expected:?}");
     }
     assert_eq!(dump.len(), 4);
@@ -301,7 +322,10 @@ fn store_under_an_uncovered_parent_fails_and_drops_the_entry() {
     f.apply(0, store(2, &[], &[1, 2, 3]));
     f.apply(0, remove(1, &[1], &[2, 3]));
     let err = f.try_apply(0, store(1, &[1, 2, 3], &[4])).unwrap_err();
-    assert!(matches!(err, crtc::types::KvError::ParentBlockNotFound { .. }), "{err}");
+    assert!(
+        matches!(err, crtc::types::KvError::ParentBlockNotFound { .. }),
+        "{err}"
+    );
     assert_eq!(f.score(1, &[1, 2, 3, 4]), 1);
     assert_eq!(f.score(2, &[1, 2, 3]), 3);
 }
@@ -312,7 +336,10 @@ fn store_under_an_unknown_parent_is_rejected_without_change() {
     f.apply(0, store(1, &[], &[1, 2]));
     let before = f.tree.topology();
     let err = f.try_apply(0, store(1, &[7, 8], &[9])).unwrap_err();
-    assert!(matches!(err, crtc::types::KvError::ParentBlockNotFound { .. }));
+    assert!(matches!(
+        err,
+        crtc::types::KvError::ParentBlockNotFound { .. }
+    ));
     assert_eq!(f.tree.topology(), before);
     assert!(matches!(
         f.try_apply(0, crtc::types::RouterEvent::stored(rank(1), None, vec![])),
@@ -334,9 +361,19 @@ fn dump_skips_ranks_that_do_not_cover_the_parent() {
     f.apply(0, store(3, &[], &[1, 2, 9]));
     f.apply(0, remove(2, &[1], &[2]));
     let dump = f.tree.dump_events();
-    assert!(dump.iter().all(|e| e.rank() != rank(2) || e.block_count() == 1), "{dump:?}");
-    assert!(!dump.iter().any(|e| e.rank() == rank(2) && matches!(&e.event.data,
-        crtc::types::KvCacheEventData::Stored { parent_hash: Some(_), .. })));
+    assert!(
+        dump.iter()
+            .all(|e| e.rank() != rank(2) || e.block_count() == 1),
+        "{dump:?}"
+    );
+    assert!(!dump.iter().any(|e| e.rank() == rank(2)
+        && matches!(
+            &e.event.data,
+            crtc::types::KvCacheEventData::Stored {
+                parent_hash: Some(_),
+                ..
+            }
+        )));
 }
 
 #[test]
@@ -425,20 +462,35 @@ fn early_exit_stops_at_one_survivor_and_details_name_the_last_block() {
     solo.apply(0, store(3, &[], &[1, 2, 3, 4]));
     solo.apply(0, store(3, &[1, 2], &[6]));
     let early = solo.tree.find_matches(&q(&[1, 2, 3, 4]), true);
-    assert_eq!(early.score(rank(3)), 2, "the survivor is scored at the depth reached");
-    assert_eq!(solo.tree.find_matches(&q(&[1, 2, 3, 4]), false).score(rank(3)), 4);
+    assert_eq!(
+        early.score(rank(3)),
+        2,
+        "the survivor is scored at the depth reached"
+    );
+    assert_eq!(
+        solo.tree
+            .find_matches(&q(&[1, 2, 3, 4]), false)
+            .score(rank(3)),
+        4
+    );
     assert!(f.tree.find_matches(&q(&[]), false).scores.is_empty());
     assert!(f.tree.find_matches(&q(&[9]), false).scores.is_empty());
 }
 
 #[test]
 fn exhausted_slots_fail_closed() {
-    let config = crtc::TreeConfig { fast_path: FAST, slot_capacity: 2 };
+    let config = crtc::TreeConfig {
+        fast_path: FAST,
+        slot_capacity: 2,
+    };
     let mut f = Fixture::<G>::with_config(config, 1);
     f.apply(0, store(1, &[], &[1, 2]));
     f.apply(0, store(2, &[], &[1, 2]));
     let err = f.try_apply(0, store(3, &[], &[1, 2, 3])).unwrap_err();
-    assert!(matches!(err, crtc::types::KvError::CapacityExhausted { capacity: 2, .. }));
+    assert!(matches!(
+        err,
+        crtc::types::KvError::CapacityExhausted { capacity: 2, .. }
+    ));
     assert_eq!(f.score(3, &[1, 2, 3]), 0);
     f.remove_worker(1);
     f.apply(0, store(3, &[], &[1, 2, 3]));
@@ -486,11 +538,18 @@ fn fast_path_declines_a_stale_entry_after_another_lanes_split() {
     let general_before = f.lanes[0].counters().general_stores.get();
     f.apply(0, store(1, &[1, 2, 3, 4], &[5]));
     assert_eq!(lane_hits(&f, 0), 0, "the entry names the split prefix");
-    assert_eq!(f.lanes[0].counters().general_stores.get(), general_before + 1);
+    assert_eq!(
+        f.lanes[0].counters().general_stores.get(),
+        general_before + 1
+    );
     assert!(f.lanes[0].counters().repairs.get() >= 1);
     assert_eq!(f.score(1, &[1, 2, 3, 4, 5]), 5);
     f.apply(0, store(1, &[1, 2, 3, 4, 5], &[6]));
-    assert_eq!(lane_hits(&f, 0), FAST as u64, "after the repair the entry names the leaf");
+    assert_eq!(
+        lane_hits(&f, 0),
+        FAST as u64,
+        "after the repair the entry names the leaf"
+    );
     assert_eq!(f.score(1, &[1, 2, 3, 4, 5, 6]), 6);
 }
 
@@ -522,20 +581,42 @@ fn hash_set_walk(
     let mut at = None;
     let mut active: BTreeSet<_> = BTreeSet::new();
     let mut depth = 0usize;
-    loop {
-        let Some(&next_local) = query.get(depth) else { break };
-        let Some(index) = nodes.iter().position(|n| n.parent == at && n.edge[0].local.0 == next_local) else { break };
+    while let Some(&next_local) = query.get(depth) {
+        let Some(index) = nodes
+            .iter()
+            .position(|n| n.parent == at && n.edge[0].local.0 == next_local)
+        else {
+            break;
+        };
         let node = &nodes[index];
-        let matched = node.edge.iter().zip(&query[depth..]).take_while(|(b, &l)| b.local.0 == l).count();
+        let matched = node
+            .edge
+            .iter()
+            .zip(&query[depth..])
+            .take_while(|(b, &l)| b.local.0 == l)
+            .count();
         let full: BTreeSet<_> = node.full.iter().copied().collect();
-        let cut = |rank| node.cutoffs.iter().find(|(r, _)| *r == rank).map_or(0, |&(_, k)| (k as usize).min(matched));
-        let candidates: Vec<_> = if at.is_none() { node.cutoffs.iter().map(|&(r, _)| r).collect() } else { active.difference(&full).copied().collect() };
+        let cut = |rank| {
+            node.cutoffs
+                .iter()
+                .find(|(r, _)| *r == rank)
+                .map_or(0, |&(_, k)| (k as usize).min(matched))
+        };
+        let candidates: Vec<_> = if at.is_none() {
+            node.cutoffs.iter().map(|&(r, _)| r).collect()
+        } else {
+            active.difference(&full).copied().collect()
+        };
         for rank in candidates {
             if depth + cut(rank) > 0 {
                 scores.insert(rank, (depth + cut(rank)) as u32);
             }
         }
-        active = if at.is_none() { full } else { active.intersection(&full).copied().collect() };
+        active = if at.is_none() {
+            full
+        } else {
+            active.intersection(&full).copied().collect()
+        };
         if active.is_empty() {
             return scores;
         }
@@ -555,11 +636,15 @@ fn hash_set_walk(
 fn slot_walk_equals_a_hash_set_walk_on_random_coverage() {
     let mut state = 0x5eed_u64;
     let mut next = |n: u64| {
-        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         (state >> 33) % n
     };
     let mut f = fixture(1);
-    let paths: Vec<Vec<u64>> = (0..40).map(|_| (0..2 + next(10)).map(|_| 1 + next(4)).collect()).collect();
+    let paths: Vec<Vec<u64>> = (0..40)
+        .map(|_| (0..2 + next(10)).map(|_| 1 + next(4)).collect())
+        .collect();
     for worker in 0..300 {
         let path = &paths[next(paths.len() as u64) as usize];
         let len = 1 + next(path.len() as u64) as usize;
@@ -573,9 +658,17 @@ fn slot_walk_equals_a_hash_set_walk_on_random_coverage() {
     for path in &paths {
         for len in 1..=path.len() {
             let expected = hash_set_walk(&nodes, &path[..len]);
-            let actual: std::collections::BTreeMap<_, _> = f.tree.find_matches(&q(&path[..len]), false).sorted().into_iter().collect();
+            let actual: std::collections::BTreeMap<_, _> = f
+                .tree
+                .find_matches(&q(&path[..len]), false)
+                .sorted()
+                .into_iter()
+                .collect();
             assert_eq!(actual, expected, "query {:?}", &path[..len]);
         }
     }
-    assert!(f.tree.slots_issued() > 256, "slots beyond the inline words are exercised");
+    assert!(
+        f.tree.slots_issued() > 256,
+        "slots beyond the inline words are exercised"
+    );
 }

@@ -158,3 +158,5 @@ macro_rules! differential {
 }
 
 differential!(rwlock, crtc_strategies::RwLockGate);
+#[cfg(feature = "seqlock")]
+differential!(seqlock, crtc_strategies::SeqlockGate);

@@ -166,11 +166,15 @@ fn run<G: ShapeGate>(fast_path: bool, seed: u64) {
             (tree.clone(), ever.clone(), queries.clone(), done.clone());
         thread::spawn(move || {
             let mut reads = 0u64;
-            // Acquire: pairs with the Release store after the writers joined.
-            while !done.load(Ordering::Acquire) {
+            loop {
+                // Acquire: pairs with the Release store after the writers joined.
+                let last_pass = done.load(Ordering::Acquire);
                 for query in queries.iter() {
                     check_read(query, &tree.find_matches(query, false), &ever);
                     reads += 1;
+                }
+                if last_pass {
+                    break;
                 }
             }
             reads
@@ -245,3 +249,5 @@ macro_rules! stress {
 }
 
 stress!(rwlock, crtc_strategies::RwLockGate);
+#[cfg(feature = "seqlock")]
+stress!(seqlock, crtc_strategies::SeqlockGate);

@@ -1,0 +1,295 @@
+//! `SeqlockGate`: optimistic readers over a per-node version word, with
+//! ROWEX-style decode appends.
+//!
+//! Protocol. Each node has one 64-bit version word (layout below), a plan
+//! version, and a payload made only of atomics ([`payload`]).
+//!
+//! * **Readers** never write shared memory: load the word (Acquire); if a
+//!   structural write is in progress, restart; run the closure on a view
+//!   (Relaxed loads, clamped); `fence(Acquire)`; re-load the word (Relaxed)
+//!   and compare, ignoring the append bit. After [`MAX_OPTIMISTIC`] failed
+//!   attempts a reader falls back to the writer lock (which waits for the
+//!   current writer and blocks the next), so no reader starves.
+//! * **Writers** exclude each other through `APPEND_LOCK` (a CAS, Acquire).
+//!   A structural writer (split, cutoff lowering, children clear, demotion)
+//!   then sets `STRUCT_LOCK`, issues `fence(Release)` so no payload store
+//!   becomes visible before the lock bit, writes, and unlocks with a bumped
+//!   counter (Release). A reader whose payload loads saw any of those stores
+//!   synchronizes with the fence through its own Acquire fence and then sees
+//!   the locked or bumped word, so it restarts.
+//! * **Monotone writes** (promote to full, raise a cutoff, insert a child under
+//!   an internal node, and the pure decode append) hold only `APPEND_LOCK` and
+//!   leave the reader-visible counter alone. Why a reader still sees a
+//!   consistent (edge, coverage) pair across a pure append: the appender
+//!   writes the new pairs past `len`, then publishes `len` with Release; a
+//!   reader loads `len` once (Acquire) and reads nothing past it. With the old
+//!   length it sees the old edge, on which the appender was already full and
+//!   every other slot's coverage is unchanged by a pure append (it demotes no
+//!   one); with the new length it sees the new pairs, and the appender's full
+//!   bit (set before) covers them. Either is a state the node was in.
+//!   An append that would demote another full slot is structural instead.
+//! * **Plans** carry the plan version, which every shape change bumps —
+//!   including pure appends, which the reader counter ignores. A plan loads
+//!   it (Acquire) before reading the view; commits compare it under the
+//!   writer lock. Writers store it with Release after their payload stores.
+//!
+//! Memory: every replaced out-of-line array is retired through the reclaimer;
+//! readers pin for the read.
+
+pub mod payload;
+
+use crate::gate::{append_eligibility, AppendMiss, Commit, ShapeGate, Stale, Version};
+use crate::hash::{BlockPair, ExternalSequenceBlockHash, Slot};
+use crate::reclaim::{DefaultReclaim, Reclaim};
+use crate::shape::{append_demoting, ShapeInit, ShapeRead, ShapeWrite};
+use crate::sync::atomic::{fence, AtomicU64, Ordering};
+use crate::sync::spin_loop;
+use crate::sync::stats::StatCounter;
+use payload::{Payload, View, Writer};
+
+/// Version word bit: a writer holds the node (readers ignore it).
+const APPEND_LOCK: u64 = 1 << 0;
+/// Version word bit: a structural write is in progress (readers restart).
+const STRUCT_LOCK: u64 = 1 << 1;
+/// Both lock bits.
+const LOCKS: u64 = APPEND_LOCK | STRUCT_LOCK;
+/// Counter increment per structural write (the counter is bits 2..64).
+const STEP: u64 = 1 << 2;
+/// Optimistic attempts before a reader takes the writer lock.
+pub const MAX_OPTIMISTIC: usize = 16;
+
+/// Optimistic reads that failed validation and restarted (process-wide).
+pub static OPTIMISTIC_RESTARTS: StatCounter = StatCounter::new();
+/// Reads that gave up optimism and took the writer lock (process-wide).
+pub static PESSIMISTIC_FALLBACKS: StatCounter = StatCounter::new();
+
+/// The seqlock-version strategy.
+pub struct SeqlockGate {
+    word: AtomicU64,
+    plan: AtomicU64,
+    payload: Payload,
+}
+
+impl std::fmt::Debug for SeqlockGate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Relaxed: diagnostics only.
+        let word = self.word.load(Ordering::Relaxed);
+        f.debug_struct("SeqlockGate")
+            .field("word", &word)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SeqlockGate {
+    /// Takes the writer lock; returns the unlocked word it replaced.
+    fn lock(&self) -> u64 {
+        loop {
+            // Relaxed: only a hint; the CAS below orders.
+            let seen = self.word.load(Ordering::Relaxed);
+            // Acquire: everything the previous writer did is visible to us.
+            if seen & LOCKS == 0
+                && self
+                    .word
+                    .compare_exchange_weak(
+                        seen,
+                        seen | APPEND_LOCK,
+                        Ordering::Acquire,
+                        Ordering::Relaxed,
+                    )
+                    .is_ok()
+            {
+                return seen;
+            }
+            spin_loop();
+        }
+    }
+
+    /// Marks the locked section structural before its first payload store.
+    fn begin_structural(&self, unlocked: u64) {
+        // Relaxed: ordered before the payload stores by the fence below.
+        self.word.store(unlocked | LOCKS, Ordering::Relaxed);
+        // Release: a reader that sees any later payload store and then fences
+        // (Acquire) also sees the lock bit or the bumped counter.
+        fence(Ordering::Release);
+    }
+
+    /// Releases the writer lock, bumping the reader counter if structural.
+    fn unlock(&self, unlocked: u64, structural: bool) {
+        let next = if structural {
+            unlocked + STEP
+        } else {
+            unlocked
+        };
+        // Release: publishes the section's stores to the next locker and to
+        // readers that load the word with Acquire.
+        self.word.store(next, Ordering::Release);
+    }
+
+    fn bump_plan(&self) {
+        // Relaxed load: writers hold the lock. Release store: a plan that sees
+        // the new value sees the payload stores made before it.
+        let next = self.plan.load(Ordering::Relaxed) + 1;
+        self.plan.store(next, Ordering::Release);
+    }
+
+    fn plan_matches(&self, version: Option<Version>) -> bool {
+        // Relaxed: the caller holds the writer lock, the only writers' lock.
+        version.is_none_or(|v| self.plan.load(Ordering::Relaxed) == v.0)
+    }
+
+    /// One optimistic attempt; `None` if it must be retried.
+    fn optimistic<R>(&self, f: &mut impl FnMut(&View<'_>) -> R) -> Option<R> {
+        // Acquire: pairs with a writer's Release unlock.
+        let before = self.word.load(Ordering::Acquire);
+        if before & STRUCT_LOCK != 0 {
+            return None;
+        }
+        let result = f(&View::new(&self.payload));
+        // Acquire: pairs with a structural writer's Release fence (see above).
+        fence(Ordering::Acquire);
+        // Relaxed: ordered by the fence.
+        let after = self.word.load(Ordering::Relaxed);
+        (before & !APPEND_LOCK == after & !APPEND_LOCK).then_some(result)
+    }
+
+    /// A validated read, optimistic first, pessimistic after too many restarts.
+    fn validated<R>(
+        &self,
+        mut f: impl FnMut(&View<'_>) -> R,
+        mut before: impl FnMut() -> u64,
+    ) -> (R, u64) {
+        let _pin = DefaultReclaim::pin();
+        for _ in 0..MAX_OPTIMISTIC {
+            let token = before();
+            if let Some(result) = self.optimistic(&mut f) {
+                return (result, token);
+            }
+            OPTIMISTIC_RESTARTS.bump();
+            spin_loop();
+        }
+        PESSIMISTIC_FALLBACKS.bump();
+        let unlocked = self.lock();
+        let token = before();
+        let result = f(&View::new(&self.payload));
+        self.unlock(unlocked, false);
+        (result, token)
+    }
+
+    fn demotes_another(shape: &impl ShapeRead, slot: Slot) -> bool {
+        (0..shape.full_word_count()).any(|i| {
+            let mine = if i == slot.index() / 64 {
+                1u64 << (slot.index() % 64)
+            } else {
+                0
+            };
+            shape.full_word(i) & !mine != 0
+        })
+    }
+}
+
+// SAFETY: (1) every section except `read`/`plan` holds the writer lock
+// (APPEND_LOCK), so writers exclude each other and shared sections exclude
+// exclusive ones. (2) the plan version is compared under the writer lock and
+// only grows. (3) every shape change and every successful append bumps it.
+// (4) an optimistic read is returned only if the word did not change outside
+// the append bit, which every non-monotone write changes; monotone writes are
+// published so that either side is a complete state (module docs); the
+// pessimistic fallback reads under the lock. (5) readers pin; replaced
+// arrays are retired through `DefaultReclaim`.
+unsafe impl ShapeGate for SeqlockGate {
+    const NAME: &'static str = "seqlock";
+    type View<'a> = View<'a>;
+    type Writer<'a> = Writer<'a>;
+    type Reclaim = DefaultReclaim;
+
+    fn new(init: ShapeInit) -> Self {
+        Self {
+            word: AtomicU64::new(0),
+            plan: AtomicU64::new(0),
+            payload: Payload::new(init),
+        }
+    }
+
+    fn read<R>(&self, f: impl FnMut(&View<'_>) -> R) -> R {
+        self.validated(f, || 0).0
+    }
+
+    fn plan<R>(&self, f: impl FnMut(&View<'_>) -> R) -> (R, Version) {
+        // Acquire: a plan that sees a version sees the payload it covers.
+        let (result, version) = self.validated(f, || self.plan.load(Ordering::Acquire));
+        (result, Version(version))
+    }
+
+    fn shared<R>(&self, version: Option<Version>, f: impl FnOnce() -> R) -> Result<R, Stale> {
+        let unlocked = self.lock();
+        let result = self.plan_matches(version).then(f).ok_or(Stale);
+        self.unlock(unlocked, false);
+        result
+    }
+
+    fn shared_commit<R>(
+        &self,
+        version: Option<Version>,
+        f: impl FnOnce(&mut Writer<'_>) -> R,
+    ) -> Result<R, Stale> {
+        let _pin = DefaultReclaim::pin();
+        let unlocked = self.lock();
+        let result = self
+            .plan_matches(version)
+            .then(|| f(&mut Writer::new(&self.payload)))
+            .ok_or(Stale);
+        self.unlock(unlocked, false);
+        result
+    }
+
+    fn exclusive_commit<R>(
+        &self,
+        version: Option<Version>,
+        f: impl FnOnce(&mut Writer<'_>) -> Commit<R>,
+    ) -> Result<R, Stale> {
+        let _pin = DefaultReclaim::pin();
+        let unlocked = self.lock();
+        if !self.plan_matches(version) {
+            self.unlock(unlocked, false);
+            return Err(Stale);
+        }
+        self.begin_structural(unlocked);
+        let commit = f(&mut Writer::new(&self.payload));
+        if commit.shape_changed {
+            self.bump_plan();
+        }
+        self.unlock(unlocked, true);
+        Ok(commit.value)
+    }
+
+    fn try_append_at_tail(
+        &self,
+        slot: Slot,
+        parent: ExternalSequenceBlockHash,
+        blocks: &[BlockPair],
+    ) -> Result<usize, AppendMiss> {
+        let _pin = DefaultReclaim::pin();
+        let unlocked = self.lock();
+        let mut writer = Writer::new(&self.payload);
+        if let Err(miss) = append_eligibility(&writer, slot, parent, blocks) {
+            self.unlock(unlocked, false);
+            return Err(miss);
+        }
+        let old_len = writer.len();
+        let structural = Self::demotes_another(&writer, slot);
+        if structural {
+            self.begin_structural(unlocked);
+            append_demoting(&mut writer, slot, blocks);
+        } else {
+            writer.push_blocks(blocks);
+        }
+        self.bump_plan();
+        self.unlock(unlocked, structural);
+        Ok(old_len)
+    }
+
+    fn footprint(&self) -> usize {
+        let _pin = DefaultReclaim::pin();
+        2 * std::mem::size_of::<AtomicU64>() + self.payload.footprint()
+    }
+}

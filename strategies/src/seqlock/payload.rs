@@ -1,0 +1,624 @@
+//! The seqlock gate's node payload: every field an optimistic reader touches
+//! is an atomic, and every out-of-line array is either immutable or
+//! append-only below an atomic length, published by pointer with Release and
+//! retired through the reclaimer when replaced — never freed under a reader.
+//!
+//! Readers use [`View`]: it loads the cutoff list, the length and the edge
+//! buffer once, with Acquire, *before* the closure reads any full word, so a
+//! promotion (bit set, then the cutoff list republished without the slot)
+//! is seen either before, after, or as "bit set and cutoff still there" —
+//! never as neither. Every accessor clamps what it reads: values from an
+//! unvalidated read may be inconsistent, and nothing here may panic,
+//! allocate according to them, or index out of bounds.
+//!
+//! Writers use [`Writer`] while holding the gate's writer lock: stores are
+//! Relaxed (the gate's fences and lock word order them), except the ones that
+//! publish: a grown buffer or a new cutoff list (Release store of the
+//! pointer) and an appended length (Release store of `len`).
+
+use crate::edge_index::INDEX_THRESHOLD;
+use crate::hash::{BlockPair, ExternalSequenceBlockHash, LocalBlockHash, Slot};
+use crate::reclaim::{DefaultReclaim, Reclaim};
+use crate::shape::{ShapeInit, ShapeRead, ShapeWrite};
+use crate::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
+
+const INTERNAL: u8 = 1;
+const ANCHOR: u8 = 2;
+const INLINE_WORDS: usize = 4;
+
+/// An immutable-capacity array of atomic words.
+struct Words(Box<[AtomicU64]>);
+
+impl Words {
+    fn zeroed(len: usize) -> Self {
+        Self((0..len).map(|_| AtomicU64::new(0)).collect())
+    }
+    #[inline]
+    fn get(&self, index: usize) -> u64 {
+        // Relaxed: ordered by the pointer's Acquire load and the gate's fences.
+        self.0.get(index).map_or(0, |w| w.load(Ordering::Relaxed))
+    }
+    #[inline]
+    fn set(&self, index: usize, value: u64) {
+        if let Some(word) = self.0.get(index) {
+            // Relaxed: writers hold the gate's lock; publication is ordered by
+            // the Release store of `len` or of the owning pointer.
+            word.store(value, Ordering::Relaxed);
+        }
+    }
+    fn capacity(&self) -> usize {
+        self.0.len()
+    }
+}
+
+/// The edge's pairs, interleaved (local, external); append-only below `len`.
+struct EdgeBuf(Words);
+
+/// An open-addressing table external hash → position + 1 (0 = empty), for
+/// long edges. Insert-only; rebuilt (a new table) when it would pass half
+/// full or when the edge is truncated.
+struct IndexBuf {
+    keys: Words,
+    positions: Box<[AtomicU32]>,
+}
+
+/// The sorted cutoff list, immutable except for in-place raises of an existing
+/// entry's cutoff: entry = slot << 32 | cutoff.
+struct CutoffBuf(Words);
+
+/// Retires a replaced box through the reclaimer.
+fn retire<T: Send + 'static>(old: *mut T) {
+    if old.is_null() {
+        return;
+    }
+    struct Owned<T>(*mut T);
+    // SAFETY: the box is owned by this wrapper alone once unlinked; `T: Send`.
+    unsafe impl<T: Send> Send for Owned<T> {}
+    let owned = Owned(old);
+    DefaultReclaim::defer(&DefaultReclaim::pin(), move || {
+        let owned = owned;
+        // SAFETY: `old` came from `Box::into_raw`, was unlinked before this
+        // retire, and the reclaimer runs this only after every reader that
+        // could have loaded it has unpinned.
+        drop(unsafe { Box::from_raw(owned.0) });
+    });
+}
+
+fn publish<T>(boxed: Option<T>) -> *mut T {
+    boxed.map_or(std::ptr::null_mut(), |b| Box::into_raw(Box::new(b)))
+}
+
+fn hash_slot(hash: u64, capacity: usize) -> usize {
+    (hash.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize & (capacity - 1)
+}
+
+impl IndexBuf {
+    fn build(edge: &[BlockPair]) -> Option<Self> {
+        if edge.len() <= INDEX_THRESHOLD {
+            return None;
+        }
+        let capacity = (edge.len() * 2).next_power_of_two();
+        let table = Self {
+            keys: Words::zeroed(capacity),
+            positions: (0..capacity).map(|_| AtomicU32::new(0)).collect(),
+        };
+        edge.iter()
+            .enumerate()
+            .for_each(|(pos, pair)| table.insert(pair.external, pos));
+        Some(table)
+    }
+
+    fn capacity(&self) -> usize {
+        self.positions.len()
+    }
+
+    /// Records `pos` as the latest position of `hash`. Position first, key
+    /// second, so a reader that finds the key (Acquire) sees the position.
+    fn insert(&self, hash: ExternalSequenceBlockHash, pos: usize) {
+        let capacity = self.capacity();
+        let mut at = hash_slot(hash.0, capacity);
+        for _ in 0..capacity {
+            let key = self.keys.get(at);
+            let empty = self.positions[at].load(Ordering::Relaxed) == 0;
+            if key == hash.0 || empty {
+                // Relaxed: published by the Release key store below.
+                self.positions[at].store(pos as u32 + 1, Ordering::Relaxed);
+                // Release: a reader that loads this key sees the position.
+                self.keys.0[at].store(hash.0, Ordering::Release);
+                return;
+            }
+            at = (at + 1) & (capacity - 1);
+        }
+    }
+
+    /// The recorded position of `hash`, unvalidated.
+    fn find(&self, hash: ExternalSequenceBlockHash) -> Option<usize> {
+        let capacity = self.capacity();
+        let mut at = hash_slot(hash.0, capacity);
+        for _ in 0..capacity {
+            // Acquire: pairs with the Release key store in `insert`.
+            let key = self.keys.0[at].load(Ordering::Acquire);
+            // Relaxed: ordered after the key load above.
+            let pos = self.positions[at].load(Ordering::Relaxed);
+            if pos == 0 {
+                return None;
+            }
+            if key == hash.0 {
+                return Some(pos as usize - 1);
+            }
+            at = (at + 1) & (capacity - 1);
+        }
+        None
+    }
+}
+
+/// A node's shape as atomics.
+pub(super) struct Payload {
+    len: AtomicU32,
+    flags: AtomicU8,
+    edge: AtomicPtr<EdgeBuf>,
+    index: AtomicPtr<IndexBuf>,
+    full: [AtomicU64; INLINE_WORDS],
+    chunks: AtomicPtr<Words>,
+    cutoffs: AtomicPtr<CutoffBuf>,
+}
+
+fn encode(slot: Slot, k: u32) -> u64 {
+    (slot.0 as u64) << 32 | k as u64
+}
+
+fn decode(entry: u64) -> (Slot, u32) {
+    (Slot((entry >> 32) as u16), entry as u32)
+}
+
+impl Payload {
+    pub(super) fn new(init: ShapeInit) -> Self {
+        let edge = Words::zeroed(2 * init.edge.len().max(1));
+        for (i, pair) in init.edge.iter().enumerate() {
+            edge.set(2 * i, pair.local.0);
+            edge.set(2 * i + 1, pair.external.0);
+        }
+        let words: Vec<u64> = init.full.words().map(|(_, w)| w).collect();
+        let chunks = (words.len() > INLINE_WORDS).then(|| {
+            let extra = Words::zeroed(words.len() - INLINE_WORDS);
+            words[INLINE_WORDS..]
+                .iter()
+                .enumerate()
+                .for_each(|(i, &w)| extra.set(i, w));
+            extra
+        });
+        let cutoffs = (!init.cutoffs.is_empty()).then(|| {
+            let list = Words::zeroed(init.cutoffs.len());
+            init.cutoffs
+                .iter()
+                .enumerate()
+                .for_each(|(i, &(s, k))| list.set(i, encode(s, k)));
+            CutoffBuf(list)
+        });
+        let flags = (init.internal as u8 * INTERNAL) | (init.anchor as u8 * ANCHOR);
+        Self {
+            len: AtomicU32::new(init.edge.len() as u32),
+            flags: AtomicU8::new(flags),
+            edge: AtomicPtr::new(publish(Some(EdgeBuf(edge)))),
+            index: AtomicPtr::new(publish(IndexBuf::build(&init.edge))),
+            full: std::array::from_fn(|i| AtomicU64::new(words.get(i).copied().unwrap_or(0))),
+            chunks: AtomicPtr::new(publish(chunks)),
+            cutoffs: AtomicPtr::new(publish(cutoffs)),
+        }
+    }
+
+    /// Approximate bytes held.
+    pub(super) fn footprint(&self) -> usize {
+        let view = View::new(self);
+        std::mem::size_of::<Self>()
+            + view.edge.map_or(0, |e| e.0.capacity() * 8)
+            + view.index.map_or(0, |i| i.capacity() * 12)
+            + view.cutoffs.map_or(0, |c| c.0.capacity() * 8)
+    }
+}
+
+impl Drop for Payload {
+    fn drop(&mut self) {
+        // SAFETY: dropping the payload means its node is unreachable: every
+        // pointer is exclusively owned here (replaced ones were retired).
+        unsafe {
+            drop_ptr(self.edge.load(Ordering::Relaxed));
+            drop_ptr(self.index.load(Ordering::Relaxed));
+            drop_ptr(self.chunks.load(Ordering::Relaxed));
+            drop_ptr(self.cutoffs.load(Ordering::Relaxed));
+        }
+    }
+}
+
+/// # Safety
+/// `ptr` is null or an unaliased pointer from `Box::into_raw`.
+unsafe fn drop_ptr<T>(ptr: *mut T) {
+    if !ptr.is_null() {
+        // SAFETY: guaranteed by the caller.
+        drop(unsafe { Box::from_raw(ptr) });
+    }
+}
+
+/// Dereferences a published pointer.
+///
+/// # Safety
+/// The caller is pinned, or holds the writer lock, so a replaced pointee is
+/// not freed while the reference lives.
+unsafe fn deref<'a, T>(ptr: &AtomicPtr<T>) -> Option<&'a T> {
+    // Acquire: pairs with the Release publication of the pointee.
+    let raw = ptr.load(Ordering::Acquire);
+    // SAFETY: non-null pointers are live boxes (see the function contract).
+    unsafe { raw.as_ref() }
+}
+
+/// A reader's (or writer's) view of a seqlock node: the out-of-line arrays
+/// loaded once.
+pub struct View<'a> {
+    payload: &'a Payload,
+    len: usize,
+    edge: Option<&'a EdgeBuf>,
+    index: Option<&'a IndexBuf>,
+    cutoffs: Option<&'a CutoffBuf>,
+}
+
+impl std::fmt::Debug for View<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("View")
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for Writer<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writer")
+            .field("len", &self.view.len)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> View<'a> {
+    /// Loads the view. The caller is pinned or holds the writer lock.
+    pub(super) fn new(payload: &'a Payload) -> Self {
+        // SAFETY: every `View` is created inside a pinned section (the gate
+        // pins in `read`/`plan`) or under the writer lock.
+        let cutoffs = unsafe { deref(&payload.cutoffs) };
+        // Acquire: pairs with the Release store of an appended length, so the
+        // pairs below it are visible.
+        let len = payload.len.load(Ordering::Acquire) as usize;
+        // SAFETY: as above.
+        let (edge, index) = unsafe { (deref(&payload.edge), deref(&payload.index)) };
+        let capacity = edge.map_or(0, |e| e.0.capacity() / 2);
+        Self {
+            payload,
+            len: len.min(capacity),
+            edge,
+            index,
+            cutoffs,
+        }
+    }
+
+    fn cutoff_entries(&self) -> impl Iterator<Item = (Slot, u32)> + '_ {
+        let list = self.cutoffs.map_or(&[][..], |c| &c.0 .0[..]);
+        // Relaxed: ordered by the list pointer's Acquire load.
+        list.iter().map(|w| decode(w.load(Ordering::Relaxed)))
+    }
+}
+
+impl ShapeRead for View<'_> {
+    #[inline]
+    fn len(&self) -> usize {
+        self.len
+    }
+    #[inline]
+    fn pair(&self, pos: usize) -> BlockPair {
+        match self.edge {
+            Some(edge) if pos < self.len => BlockPair {
+                local: LocalBlockHash(edge.0.get(2 * pos)),
+                external: ExternalSequenceBlockHash(edge.0.get(2 * pos + 1)),
+            },
+            _ => BlockPair::new(0, 0),
+        }
+    }
+    fn position(&self, hash: ExternalSequenceBlockHash) -> Option<usize> {
+        let found = match self.index {
+            Some(index) => index.find(hash),
+            None => (0..self.len).rev().find(|&p| self.pair(p).external == hash),
+        };
+        found.filter(|&p| p < self.len && self.pair(p).external == hash)
+    }
+    fn position_near(&self, hash: ExternalSequenceBlockHash, near: usize) -> Option<usize> {
+        let neighbours = [near.checked_add(1), near.checked_sub(1)];
+        let near_hit = neighbours
+            .into_iter()
+            .flatten()
+            .find(|&p| p < self.len && self.pair(p).external == hash);
+        near_hit.or_else(|| self.position(hash))
+    }
+    fn is_internal(&self) -> bool {
+        // Relaxed: validated by the gate (the flag changes only in structural sections).
+        self.payload.flags.load(Ordering::Relaxed) & INTERNAL != 0
+    }
+    fn is_anchor(&self) -> bool {
+        // Relaxed: immutable after construction.
+        self.payload.flags.load(Ordering::Relaxed) & ANCHOR != 0
+    }
+    #[inline]
+    fn is_full(&self, slot: Slot) -> bool {
+        self.full_word(slot.index() / 64) & (1 << (slot.index() % 64)) != 0
+    }
+    fn cutoff(&self, slot: Slot) -> Option<u32> {
+        self.cutoff_entries()
+            .find(|&(s, _)| s == slot)
+            .map(|(_, k)| k)
+    }
+    #[inline]
+    fn full_word(&self, index: usize) -> u64 {
+        match self.payload.full.get(index) {
+            // Relaxed: ordered after the view's Acquire loads; validated.
+            Some(word) => word.load(Ordering::Relaxed),
+            // SAFETY: the view exists only while pinned or under the lock.
+            None => {
+                unsafe { deref(&self.payload.chunks) }.map_or(0, |c| c.get(index - INLINE_WORDS))
+            }
+        }
+    }
+    fn full_word_count(&self) -> usize {
+        // SAFETY: as above.
+        INLINE_WORDS + unsafe { deref(&self.payload.chunks) }.map_or(0, |c| c.capacity())
+    }
+    fn for_each_cutoff(&self, mut f: impl FnMut(Slot, u32)) {
+        self.cutoff_entries().for_each(|(s, k)| f(s, k));
+    }
+    fn has_full(&self) -> bool {
+        (0..self.full_word_count()).any(|i| self.full_word(i) != 0)
+    }
+    fn has_cutoffs(&self) -> bool {
+        self.cutoffs.is_some_and(|c| c.0.capacity() > 0)
+    }
+}
+
+/// A writer of a seqlock node: the view plus mutators. Exists only under the
+/// gate's writer lock.
+pub struct Writer<'a> {
+    view: View<'a>,
+}
+
+impl<'a> Writer<'a> {
+    /// A writer over `payload`. The caller holds the writer lock.
+    pub(super) fn new(payload: &'a Payload) -> Self {
+        Self {
+            view: View::new(payload),
+        }
+    }
+
+    fn refresh(&mut self) {
+        self.view = View::new(self.view.payload);
+    }
+
+    fn edge_pairs(&self) -> Vec<BlockPair> {
+        (0..self.view.len).map(|p| self.view.pair(p)).collect()
+    }
+
+    fn replace_cutoffs(&mut self, entries: &[(Slot, u32)]) {
+        let list = (!entries.is_empty()).then(|| {
+            let words = Words::zeroed(entries.len());
+            entries
+                .iter()
+                .enumerate()
+                .for_each(|(i, &(s, k))| words.set(i, encode(s, k)));
+            CutoffBuf(words)
+        });
+        // Release: publishes the new list's contents.
+        let old = self
+            .view
+            .payload
+            .cutoffs
+            .swap(publish(list), Ordering::Release);
+        retire(old);
+        self.refresh();
+    }
+
+    fn grow_edge(&mut self, needed: usize) {
+        let capacity = self.view.edge.map_or(0, |e| e.0.capacity() / 2);
+        if needed <= capacity {
+            return;
+        }
+        let grown = Words::zeroed(2 * needed.max(2 * capacity));
+        (0..2 * self.view.len).for_each(|i| grown.set(i, self.view.edge.map_or(0, |e| e.0.get(i))));
+        // Release: publishes the copied pairs before any reader can load the buffer.
+        let old = self
+            .view
+            .payload
+            .edge
+            .swap(publish(Some(EdgeBuf(grown))), Ordering::Release);
+        retire(old);
+        self.refresh();
+    }
+
+    fn index_appended(&mut self, old_len: usize) {
+        let new_len = self.view.len;
+        let fits = self.view.index.is_some_and(|i| new_len * 2 <= i.capacity());
+        if let (true, Some(index)) = (fits, self.view.index) {
+            (old_len..new_len).for_each(|p| index.insert(self.view.pair(p).external, p));
+            return;
+        }
+        if new_len > INDEX_THRESHOLD {
+            self.rebuild_index();
+        }
+    }
+
+    fn rebuild_index(&mut self) {
+        let rebuilt = IndexBuf::build(&self.edge_pairs());
+        // Release: publishes the table's contents.
+        let old = self
+            .view
+            .payload
+            .index
+            .swap(publish(rebuilt), Ordering::Release);
+        retire(old);
+        self.refresh();
+    }
+
+    fn cutoff_list(&self) -> Vec<(Slot, u32)> {
+        self.view.cutoff_entries().collect()
+    }
+}
+
+impl ShapeRead for Writer<'_> {
+    fn len(&self) -> usize {
+        self.view.len()
+    }
+    fn pair(&self, pos: usize) -> BlockPair {
+        self.view.pair(pos)
+    }
+    fn position(&self, hash: ExternalSequenceBlockHash) -> Option<usize> {
+        self.view.position(hash)
+    }
+    fn position_near(&self, hash: ExternalSequenceBlockHash, near: usize) -> Option<usize> {
+        self.view.position_near(hash, near)
+    }
+    fn is_internal(&self) -> bool {
+        self.view.is_internal()
+    }
+    fn is_anchor(&self) -> bool {
+        self.view.is_anchor()
+    }
+    fn is_full(&self, slot: Slot) -> bool {
+        self.view.is_full(slot)
+    }
+    fn cutoff(&self, slot: Slot) -> Option<u32> {
+        self.view.cutoff(slot)
+    }
+    fn full_word(&self, index: usize) -> u64 {
+        self.view.full_word(index)
+    }
+    fn full_word_count(&self) -> usize {
+        self.view.full_word_count()
+    }
+    fn for_each_cutoff(&self, f: impl FnMut(Slot, u32)) {
+        self.view.for_each_cutoff(f)
+    }
+    fn has_full(&self) -> bool {
+        self.view.has_full()
+    }
+    fn has_cutoffs(&self) -> bool {
+        self.view.has_cutoffs()
+    }
+}
+
+impl ShapeWrite for Writer<'_> {
+    fn push_blocks(&mut self, blocks: &[BlockPair]) {
+        let old_len = self.view.len;
+        self.grow_edge(old_len + blocks.len());
+        if let Some(edge) = self.view.edge {
+            for (i, pair) in blocks.iter().enumerate() {
+                edge.0.set(2 * (old_len + i), pair.local.0);
+                edge.0.set(2 * (old_len + i) + 1, pair.external.0);
+            }
+        }
+        // Release: a reader that loads the new length sees the pairs below it.
+        self.view
+            .payload
+            .len
+            .store((old_len + blocks.len()) as u32, Ordering::Release);
+        self.refresh();
+        self.index_appended(old_len);
+    }
+
+    fn truncate_edge(&mut self, len: usize) -> Vec<BlockPair> {
+        let suffix: Vec<BlockPair> = (len..self.view.len).map(|p| self.view.pair(p)).collect();
+        // Release: structural; readers are invalidated by the version bump.
+        self.view
+            .payload
+            .len
+            .store(len.min(self.view.len) as u32, Ordering::Release);
+        self.refresh();
+        self.rebuild_index();
+        suffix
+    }
+
+    fn insert_full(&mut self, slot: Slot) -> bool {
+        let (word, bit) = (slot.index() / 64, 1u64 << (slot.index() % 64));
+        if let Some(inline) = self.view.payload.full.get(word) {
+            // Relaxed: under the writer lock; readers are ordered by the gate.
+            return inline.fetch_or(bit, Ordering::Relaxed) & bit == 0;
+        }
+        let extra = word - INLINE_WORDS;
+        // SAFETY: the writer lock is held.
+        let chunks = unsafe { deref(&self.view.payload.chunks) };
+        if chunks.is_none_or(|c| c.capacity() <= extra) {
+            let grown = Words::zeroed((extra + 1).next_power_of_two().max(4));
+            (0..chunks.map_or(0, |c| c.capacity()))
+                .for_each(|i| grown.set(i, chunks.map_or(0, |c| c.get(i))));
+            // Release: publishes the copied words.
+            retire(
+                self.view
+                    .payload
+                    .chunks
+                    .swap(publish(Some(grown)), Ordering::Release),
+            );
+        }
+        // SAFETY: the writer lock is held; the pointer was just published.
+        let chunks = unsafe { deref(&self.view.payload.chunks) };
+        let before = chunks.map_or(0, |c| c.get(extra));
+        chunks.into_iter().for_each(|c| c.set(extra, before | bit));
+        before & bit == 0
+    }
+
+    fn remove_full(&mut self, slot: Slot) -> bool {
+        let (word, bit) = (slot.index() / 64, 1u64 << (slot.index() % 64));
+        if let Some(inline) = self.view.payload.full.get(word) {
+            // Relaxed: under the writer lock; readers are ordered by the gate.
+            return inline.fetch_and(!bit, Ordering::Relaxed) & bit != 0;
+        }
+        // SAFETY: the writer lock is held.
+        let chunks = unsafe { deref(&self.view.payload.chunks) };
+        let before = chunks.map_or(0, |c| c.get(word - INLINE_WORDS));
+        chunks
+            .into_iter()
+            .for_each(|c| c.set(word - INLINE_WORDS, before & !bit));
+        before & bit != 0
+    }
+
+    fn set_cutoff(&mut self, slot: Slot, k: u32) {
+        let mut list = self.cutoff_list();
+        match list.binary_search_by_key(&slot, |&(s, _)| s) {
+            Ok(i) => {
+                if let Some(buf) = self.view.cutoffs {
+                    buf.0.set(i, encode(slot, k));
+                }
+            }
+            Err(i) => {
+                list.insert(i, (slot, k));
+                self.replace_cutoffs(&list);
+            }
+        }
+    }
+
+    fn remove_cutoff(&mut self, slot: Slot) -> bool {
+        let mut list = self.cutoff_list();
+        let Ok(i) = list.binary_search_by_key(&slot, |&(s, _)| s) else {
+            return false;
+        };
+        list.remove(i);
+        self.replace_cutoffs(&list);
+        true
+    }
+
+    fn take_cutoffs(&mut self) -> Vec<(Slot, u32)> {
+        let list = self.cutoff_list();
+        if !list.is_empty() {
+            self.replace_cutoffs(&[]);
+        }
+        list
+    }
+
+    fn set_internal(&mut self) {
+        // Relaxed: under the writer lock; readers are ordered by the gate.
+        self.view
+            .payload
+            .flags
+            .fetch_or(INTERNAL, Ordering::Relaxed);
+    }
+}
