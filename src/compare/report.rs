@@ -1,0 +1,436 @@
+//! The result of `crtc compare`: rows, the workload, provenance; the table
+//! printed to stdout and the JSON document written by `--json`.
+
+use super::measure::{CpuClock, Machine};
+use serde::Serialize;
+use std::fmt::Write as _;
+
+/// Every key a JSON row carries (the schema of `--json`; extra diagnostic
+/// keys follow these).
+pub const ROW_KEYS: [&str; 17] = [
+    "strategy",
+    "fast_path",
+    "mode",
+    "events",
+    "blocks",
+    "events_per_s",
+    "block_ops_per_s",
+    "cpu_ns_per_event",
+    "fast_path_hit_rate",
+    "read_p50_ns",
+    "read_p99_ns",
+    "update_p50_ns",
+    "update_p99_ns",
+    "backlog_at_end",
+    "bytes_per_membership",
+    "overcounts",
+    "undercounts",
+];
+
+/// Every top-level key of the `--json` document.
+pub const REPORT_KEYS: [&str; 5] = ["machine", "git_revision", "workload", "argv", "rows"];
+
+/// One measured configuration. `None` (JSON `null`) where the mode does not
+/// measure a figure.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    /// Gate name, or "global-lock" for the baseline.
+    pub strategy: String,
+    /// Whether the decode fast path was on (`None` for the baseline).
+    pub fast_path: Option<bool>,
+    /// "capacity" or "keepup".
+    pub mode: String,
+    /// KV events replayed (capacity) or enqueued inside the window (keep-up).
+    pub events: u64,
+    /// Blocks those events name (stored plus removed).
+    pub blocks: u64,
+    /// Events per second: drain-inclusive (capacity); applied by the end of
+    /// the window per second of offered span (keep-up; the span is the
+    /// window, or shorter when the stream runs out first).
+    pub events_per_s: Option<f64>,
+    /// Stored plus removed blocks per second, like `events_per_s`.
+    pub block_ops_per_s: Option<f64>,
+    /// CPU nanoseconds per applied event (clock: `cpu_clock`).
+    pub cpu_ns_per_event: Option<f64>,
+    /// Fast-path hits per applied store (`None` for the baseline).
+    pub fast_path_hit_rate: Option<f64>,
+    /// find_matches median during the run, ns.
+    pub read_p50_ns: Option<u64>,
+    /// find_matches 99th percentile during the run, ns.
+    pub read_p99_ns: Option<u64>,
+    /// Enqueue-to-applied median (keep-up; an upper bound), ns.
+    pub update_p50_ns: Option<u64>,
+    /// Enqueue-to-applied 99th percentile (keep-up; an upper bound), ns.
+    pub update_p99_ns: Option<u64>,
+    /// Events enqueued but not applied when the window closed (keep-up).
+    pub backlog_at_end: Option<u64>,
+    /// Node bytes per (rank, block) membership held at the end (the model's
+    /// count, the same denominator for every row).
+    pub bytes_per_membership: Option<f64>,
+    /// (query, rank) scores above the held prefix (capacity).
+    pub overcounts: Option<u64>,
+    /// (query, rank) scores below the reachable prefix (capacity).
+    pub undercounts: Option<u64>,
+    /// (query, rank) scores inside a hole (allowed only on non-strict
+    /// streams).
+    pub hole_undercounts: Option<u64>,
+    /// Node bytes per (node, rank) coverage record of the tree itself (for
+    /// the compressed tree a record covers a whole edge).
+    pub bytes_per_node_membership: Option<f64>,
+    /// Events the lanes rejected.
+    pub rejected_events: u64,
+    /// Wall time of the measured part, seconds.
+    pub elapsed_s: f64,
+    /// Where `cpu_ns_per_event` was read.
+    pub cpu_clock: CpuClock,
+    /// Read timings behind the percentiles.
+    pub read_samples: usize,
+}
+
+impl Row {
+    /// "rwlock fast", "rwlock general" or "global-lock".
+    pub fn label(&self) -> String {
+        label(&self.strategy, self.fast_path)
+    }
+}
+
+/// "rwlock fast", "rwlock general", or the bare strategy without a fast
+/// path setting.
+pub fn label(strategy: &str, fast_path: Option<bool>) -> String {
+    match fast_path {
+        Some(true) => format!("{strategy} fast"),
+        Some(false) => format!("{strategy} general"),
+        None => strategy.to_owned(),
+    }
+}
+
+/// The replayed stream.
+#[derive(Clone, Debug, Serialize)]
+pub struct WorkloadInfo {
+    /// Preset name, `mooncake:FILE` or `events:FILE`.
+    pub name: String,
+    /// Seed (presets and traces).
+    pub seed: u64,
+    /// Scale (presets).
+    pub scale: Option<f64>,
+    /// KV events.
+    pub events: u64,
+    /// Blocks named by KV events.
+    pub blocks: u64,
+    /// Lookups (duplicates included).
+    pub queries: u64,
+    /// Distinct lookups checked against the model (capacity mode).
+    pub distinct_queries: Option<u64>,
+    /// Out-of-band worker removals.
+    pub remove_workers: u64,
+    /// Share of events that are one-block decode stores.
+    pub decode_share: f64,
+    /// Whether the stream is strict (leaf-first evictions, no holes).
+    pub strict: bool,
+    /// Seconds spent generating or loading it.
+    pub load_s: f64,
+}
+
+/// Settings of the run (echoed in the JSON).
+#[derive(Clone, Debug, Serialize)]
+pub struct Settings {
+    /// Lane threads per row.
+    pub lanes: usize,
+    /// Reader threads per row.
+    pub readers: usize,
+    /// "capacity", "keepup" or "both".
+    pub mode: String,
+    /// Keep-up offered rate, events per second.
+    pub rate: f64,
+    /// Keep-up window, seconds.
+    pub window_s: f64,
+}
+
+/// Everything `crtc compare` measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// Where it ran.
+    pub machine: Machine,
+    /// `git rev-parse HEAD`, or "unknown".
+    pub git_revision: String,
+    /// The stream.
+    pub workload: WorkloadInfo,
+    /// The command line.
+    pub argv: Vec<String>,
+    /// One row per strategy × fast path × mode.
+    pub rows: Vec<Row>,
+    /// The settings.
+    pub settings: Settings,
+    /// Correctness failures (empty when every row passed).
+    pub failures: Vec<String>,
+}
+
+fn rate(value: Option<f64>) -> String {
+    match value {
+        None => "-".to_owned(),
+        Some(v) if v >= 1e6 => format!("{:.2}M", v / 1e6),
+        Some(v) if v >= 1e3 => format!("{:.1}k", v / 1e3),
+        Some(v) => format!("{v:.0}"),
+    }
+}
+
+fn int(value: Option<u64>) -> String {
+    value.map_or_else(|| "-".to_owned(), |v| v.to_string())
+}
+
+fn float(value: Option<f64>, digits: usize) -> String {
+    value.map_or_else(|| "-".to_owned(), |v| format!("{v:.digits$}"))
+}
+
+fn table(header: &[&str], rows: &[Vec<String>], text_columns: usize) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.len());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: Vec<&str>| {
+        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
+            let sep = if i == 0 { "" } else { "  " };
+            // Text columns left-aligned, numbers right-aligned.
+            let _ = if i < text_columns {
+                write!(out, "{sep}{cell:<w$}")
+            } else {
+                write!(out, "{sep}{cell:>w$}")
+            };
+        }
+        out.push('\n');
+    };
+    line(header.to_vec());
+    rows.iter()
+        .for_each(|row| line(row.iter().map(String::as_str).collect()));
+    out
+}
+
+impl Report {
+    /// The header line naming the workload.
+    pub fn header(&self) -> String {
+        let w = &self.workload;
+        let scale = w.scale.map_or_else(String::new, |s| format!(", scale {s}"));
+        let distinct = w
+            .distinct_queries
+            .map_or_else(String::new, |d| format!(" ({d} distinct)"));
+        format!(
+            "workload {} (seed {}{scale}): {} events, {} blocks, {} queries{distinct}, decode share {:.1}%, {}; \
+             {} lanes, {} readers, {} cores ({})",
+            w.name,
+            w.seed,
+            w.events,
+            w.blocks,
+            w.queries,
+            100.0 * w.decode_share,
+            if w.strict { "strict" } else { "not strict" },
+            self.settings.lanes,
+            self.settings.readers,
+            self.machine.cores,
+            self.machine.cpu_model,
+        )
+    }
+
+    /// The table printed to stdout: the header line, the main table, and for
+    /// keep-up rows a second table of update latencies and backlog.
+    pub fn render(&self) -> String {
+        let mut out = format!("{}\n{}", self.header(), self.main_table());
+        if let Some(keepup) = self.keepup_table() {
+            out.push('\n');
+            out.push_str(&keepup);
+        }
+        out.push_str("times in ns; read = find_matches service time during the run\n");
+        out
+    }
+
+    fn main_table(&self) -> String {
+        let cpu = self.rows.first().map_or(CpuClock::Process, |r| r.cpu_clock);
+        let header = [
+            "strategy",
+            "fast_path",
+            "mode",
+            "events",
+            "events/s",
+            "block ops/s",
+            cpu.label(),
+            "fast-path hit %",
+            "read p50",
+            "read p99",
+            "bytes/membership",
+            "overcounts",
+            "undercounts",
+        ];
+        let on_off = |f: bool| if f { "on" } else { "off" };
+        let rows: Vec<Vec<String>> = self
+            .rows
+            .iter()
+            .map(|r| {
+                vec![
+                    r.strategy.clone(),
+                    r.fast_path.map_or("-", on_off).to_owned(),
+                    r.mode.clone(),
+                    r.events.to_string(),
+                    rate(r.events_per_s),
+                    rate(r.block_ops_per_s),
+                    float(r.cpu_ns_per_event, 0),
+                    float(r.fast_path_hit_rate.map(|h| 100.0 * h), 1),
+                    int(r.read_p50_ns),
+                    int(r.read_p99_ns),
+                    float(r.bytes_per_membership, 1),
+                    int(r.overcounts),
+                    int(r.undercounts),
+                ]
+            })
+            .collect();
+        table(&header, &rows, 3)
+    }
+
+    fn keepup_table(&self) -> Option<String> {
+        let offered = format!("{:.0}", self.settings.rate);
+        let rows: Vec<Vec<String>> = self
+            .rows
+            .iter()
+            .filter(|r| r.mode == "keepup")
+            .map(|r| {
+                vec![
+                    r.label(),
+                    offered.clone(),
+                    int(r.update_p50_ns),
+                    int(r.update_p99_ns),
+                    int(r.backlog_at_end),
+                ]
+            })
+            .collect();
+        let header = [
+            "keep-up",
+            "offered/s",
+            "update p50 (bound)",
+            "update p99 (bound)",
+            "backlog at end",
+        ];
+        (!rows.is_empty()).then(|| table(&header, &rows, 1))
+    }
+
+    /// The `--json` document (pretty-printed).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(strategy: &str, fast_path: Option<bool>, mode: &str) -> Row {
+        Row {
+            strategy: strategy.to_owned(),
+            fast_path,
+            mode: mode.to_owned(),
+            events: 10,
+            blocks: 20,
+            events_per_s: Some(1.5e6),
+            block_ops_per_s: Some(2500.0),
+            cpu_ns_per_event: Some(400.0),
+            fast_path_hit_rate: fast_path.map(|f| if f { 0.9 } else { 0.0 }),
+            read_p50_ns: Some(800),
+            read_p99_ns: None,
+            update_p50_ns: (mode == "keepup").then_some(40_000),
+            update_p99_ns: (mode == "keepup").then_some(90_000),
+            backlog_at_end: (mode == "keepup").then_some(3),
+            bytes_per_membership: Some(31.25),
+            overcounts: (mode == "capacity").then_some(0),
+            undercounts: (mode == "capacity").then_some(0),
+            hole_undercounts: None,
+            bytes_per_node_membership: None,
+            rejected_events: 0,
+            elapsed_s: 0.5,
+            cpu_clock: CpuClock::LaneThreadsSchedstat,
+            read_samples: 1,
+        }
+    }
+
+    fn report(rows: Vec<Row>) -> Report {
+        Report {
+            machine: Machine {
+                hostname: "h".to_owned(),
+                cores: 2,
+                cpu_model: "cpu".to_owned(),
+            },
+            git_revision: "unknown".to_owned(),
+            workload: WorkloadInfo {
+                name: "agentx".to_owned(),
+                seed: 1,
+                scale: Some(0.5),
+                events: 10,
+                blocks: 20,
+                queries: 3,
+                distinct_queries: Some(2),
+                remove_workers: 0,
+                decode_share: 0.8,
+                strict: true,
+                load_s: 0.1,
+            },
+            argv: vec!["crtc".to_owned(), "compare".to_owned()],
+            rows,
+            settings: Settings {
+                lanes: 2,
+                readers: 1,
+                mode: "both".to_owned(),
+                rate: 20_000.0,
+                window_s: 5.0,
+            },
+            failures: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn json_has_every_key_with_null_where_unmeasured() {
+        let rows = vec![
+            row("rwlock", Some(true), "capacity"),
+            row("global-lock", None, "keepup"),
+        ];
+        let json: serde_json::Value = serde_json::from_str(&report(rows).to_json()).unwrap();
+        for key in REPORT_KEYS {
+            assert!(json.get(key).is_some(), "missing top-level key {key}");
+        }
+        for key in ["hostname", "cores", "cpu_model"] {
+            assert!(
+                json["machine"].get(key).is_some(),
+                "missing machine key {key}"
+            );
+        }
+        let rows = json["rows"].as_array().unwrap();
+        assert_eq!(rows.len(), 2);
+        for row in rows {
+            for key in ROW_KEYS {
+                assert!(row.get(key).is_some(), "missing row key {key}");
+            }
+        }
+        assert_eq!(rows[0]["fast_path"], serde_json::json!(true));
+        assert!(rows[0]["update_p50_ns"].is_null() && rows[0]["read_p99_ns"].is_null());
+        assert!(rows[1]["fast_path"].is_null() && rows[1]["overcounts"].is_null());
+        assert_eq!(rows[1]["backlog_at_end"], serde_json::json!(3));
+    }
+
+    #[test]
+    fn table_lists_every_row_and_keepup_latencies() {
+        let rows = vec![
+            row("rwlock", Some(true), "capacity"),
+            row("rwlock", Some(false), "keepup"),
+            row("global-lock", None, "capacity"),
+        ];
+        let text = report(rows).render();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("workload agentx (seed 1, scale 0.5): 10 events"));
+        assert!(lines[1].starts_with("strategy") && lines[1].contains("lane cpu ns/ev"));
+        assert!(
+            lines[2].contains("1.50M") && lines[2].contains("2.5k") && lines[2].contains("90.0")
+        );
+        assert!(lines[4].starts_with("global-lock") && lines[4].contains(" - "));
+        assert!(text.contains("rwlock general") && text.contains("40000"));
+        assert_eq!(label("seqlock", Some(true)), "seqlock fast");
+        assert_eq!(label("global-lock", None), "global-lock");
+    }
+}
