@@ -94,9 +94,39 @@ struct RankState {
     held: FxHashMap<ExternalSequenceBlockHash, Option<ExternalSequenceBlockHash>>,
     /// The prefix-closed subset of `held` a walk from the root can credit.
     reachable: FxHashSet<ExternalSequenceBlockHash>,
+    /// Number of held blocks stored under each block (removing a block with
+    /// no held children cannot orphan anything, so no prune is needed).
+    children: FxHashMap<ExternalSequenceBlockHash, u32>,
 }
 
 impl RankState {
+    fn hold(
+        &mut self,
+        block: ExternalSequenceBlockHash,
+        parent: Option<ExternalSequenceBlockHash>,
+    ) {
+        if self.held.insert(block, parent).is_none() {
+            if let Some(parent) = parent {
+                *self.children.entry(parent).or_default() += 1;
+            }
+        }
+    }
+
+    /// Drops `block`; returns whether it was reachable.
+    fn release(&mut self, block: ExternalSequenceBlockHash) -> bool {
+        let Some(parent) = self.held.remove(&block) else {
+            return false;
+        };
+        if let Some(count) = parent.and_then(|p| self.children.get_mut(&p)) {
+            *count -= 1;
+        }
+        self.reachable.remove(&block)
+    }
+
+    fn has_held_children(&self, block: ExternalSequenceBlockHash) -> bool {
+        self.children.get(&block).is_some_and(|&n| n > 0)
+    }
+
     fn reaches(&self, parent: Option<ExternalSequenceBlockHash>) -> bool {
         parent.is_none_or(|p| self.reachable.contains(&p))
     }
@@ -171,7 +201,7 @@ impl Reference {
                     let state = self.ranks.entry(rank).or_default();
                     let mut parent = *parent_hash;
                     for block in blocks {
-                        state.held.insert(block.external, parent);
+                        state.hold(block.external, parent);
                         if reaches {
                             state.reachable.insert(block.external);
                         }
@@ -197,13 +227,13 @@ impl Reference {
             return Verdict::MayReject;
         };
         let mut cut = false;
-        for hash in hashes {
-            if state.held.remove(hash).is_some() {
-                cut |= state.reachable.remove(hash);
-            }
+        for &hash in hashes {
+            cut |= state.release(hash);
         }
         if cut {
-            state.prune();
+            if hashes.iter().any(|&h| state.has_held_children(h)) {
+                state.prune();
+            }
             Verdict::Apply
         } else {
             Verdict::MayReject
