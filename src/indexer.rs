@@ -9,14 +9,23 @@
 //! waits for each to answer, so everything enqueued before it has been
 //! applied. Rank removal first has every lane drop the target's lookups (and
 //! waits for all of them), then unmaps, sweeps and releases the slots on the
-//! caller's thread.
+//! caller's thread (or waits for a concurrent removal that unmapped them).
+//!
+//! Reclamation. A lane folds its tally into the tree's estimates when it
+//! grew large, and always before it blocks on an empty queue, on a flush and
+//! before a sweep. Every enqueue asks the tree whether a stale-leaf sweep is
+//! due by volume (two atomic loads in the common case, no clock); the caller
+//! that wins the one-in-flight flag sends a sweep task to the lane it
+//! enqueued on, or gives the claim back if the lane is gone. A lane about to
+//! block on an empty queue also checks the timer and runs a due sweep itself.
 
-use crate::tree::{EventOutcome, Lane, LaneCounters, Tree, TreeConfig};
+use crate::tree::{EventOutcome, Lane, LaneCounters, SweepClaim, SweepStats, Tree, TreeConfig};
 use crate::types::{
-    KvError, LocalBlockHash, MatchDetails, OverlapScores, RouterEvent, WorkerId, WorkerWithDpRank,
+    ExternalSequenceBlockHash, KvError, LocalBlockHash, MatchDetails, OverlapScores, RouterEvent,
+    WorkerId, WorkerWithDpRank,
 };
 use crtc_strategies::sync::atomic::{AtomicUsize, Ordering};
-use crtc_strategies::sync::mpsc::{channel, Receiver, Sender};
+use crtc_strategies::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
 use crtc_strategies::sync::{thread, Arc, Mutex};
 use crtc_strategies::{RwLockGate, ShapeGate};
 use rustc_hash::FxHashMap;
@@ -37,11 +46,22 @@ impl RankFilter {
     }
 }
 
+/// An anchor registration for one rank.
+struct AnchorTask {
+    rank: WorkerWithDpRank,
+    id: ExternalSequenceBlockHash,
+    local: LocalBlockHash,
+    depth: u32,
+    ack: Sender<Result<(), KvError>>,
+}
+
 enum Task {
     Event(RouterEvent),
     EventWithAck(RouterEvent, Sender<Result<EventOutcome, KvError>>),
+    Anchor(AnchorTask),
     Flush(Sender<()>),
     DropRanks(RankFilter, Sender<()>),
+    Sweep(SweepClaim),
 }
 
 struct LaneHandle {
@@ -77,22 +97,50 @@ pub struct Indexer<G: ShapeGate = RwLockGate> {
 }
 
 fn run_lane<G: ShapeGate>(tree: Arc<Tree<G>>, mut lane: Lane<G>, tasks: Receiver<Task>) {
-    while let Ok(task) = tasks.recv() {
-        match task {
-            Task::Event(event) => {
-                let _ = tree.apply_event(&mut lane, &event);
+    loop {
+        let task = match tasks.try_recv() {
+            Ok(task) => task,
+            Err(TryRecvError::Empty) => {
+                tree.fold_tally(&mut lane, true);
+                if let Some(claim) = tree.sweep_due() {
+                    tree.run_sweep(claim);
+                }
+                match tasks.recv() {
+                    Ok(task) => task,
+                    Err(_) => return,
+                }
             }
-            Task::EventWithAck(event, ack) => {
-                let _ = ack.send(tree.apply_event(&mut lane, &event));
-            }
-            Task::Flush(ack) => {
-                let _ = ack.send(());
-            }
-            Task::DropRanks(target, ack) => {
-                let ranks: Vec<_> = lane.ranks().filter(|&r| target.matches(r)).collect();
-                ranks.into_iter().for_each(|r| lane.drop_rank(r));
-                let _ = ack.send(());
-            }
+            Err(TryRecvError::Disconnected) => return,
+        };
+        run_task(&tree, &mut lane, task);
+    }
+}
+
+fn run_task<G: ShapeGate>(tree: &Tree<G>, lane: &mut Lane<G>, task: Task) {
+    match task {
+        Task::Event(event) => {
+            let _ = tree.apply_event(lane, &event);
+        }
+        Task::EventWithAck(event, ack) => {
+            let _ = ack.send(tree.apply_event(lane, &event));
+        }
+        Task::Anchor(a) => {
+            let _ = a
+                .ack
+                .send(tree.apply_anchor(lane, a.rank, a.id, a.local, a.depth));
+        }
+        Task::Flush(ack) => {
+            tree.fold_tally(lane, true);
+            let _ = ack.send(());
+        }
+        Task::DropRanks(target, ack) => {
+            let ranks: Vec<_> = lane.ranks().filter(|&r| target.matches(r)).collect();
+            ranks.into_iter().for_each(|r| lane.drop_rank(r));
+            let _ = ack.send(());
+        }
+        Task::Sweep(claim) => {
+            tree.fold_tally(lane, true);
+            tree.run_sweep(claim);
         }
     }
 }
@@ -150,16 +198,67 @@ impl<G: ShapeGate> Indexer<G> {
             .map_err(|_| KvError::Closed)
     }
 
+    /// Enqueues `task` on `lane`, then schedules a stale-leaf sweep there if
+    /// one is due.
+    fn enqueue(&self, lane: usize, task: Task) -> Result<(), KvError> {
+        self.send(lane, task)?;
+        if let Some(claim) = self.tree.sweep_due_by_volume() {
+            if let Err(unsent) = self.lanes[lane].tasks.send(Task::Sweep(claim)) {
+                if let Task::Sweep(claim) = unsent.0 {
+                    self.tree.cancel_sweep(claim);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Enqueues `event` on its rank's lane.
     pub fn apply_event(&self, event: RouterEvent) -> Result<(), KvError> {
-        self.send(self.lane_of(event.rank()), Task::Event(event))
+        self.enqueue(self.lane_of(event.rank()), Task::Event(event))
     }
 
     /// Applies `event` on its rank's lane and waits for the result.
     pub fn apply_event_acked(&self, event: RouterEvent) -> Result<EventOutcome, KvError> {
         let (ack, result) = channel();
-        self.send(self.lane_of(event.rank()), Task::EventWithAck(event, ack))?;
+        self.enqueue(self.lane_of(event.rank()), Task::EventWithAck(event, ack))?;
         result.recv().map_err(|_| KvError::Closed)?
+    }
+
+    /// Registers `rank` on the anchor `id` (see [`Tree::apply_anchor`]) on
+    /// the rank's lane and waits for the result.
+    pub fn apply_anchor(
+        &self,
+        rank: WorkerWithDpRank,
+        id: ExternalSequenceBlockHash,
+        local: LocalBlockHash,
+        depth: u32,
+    ) -> Result<(), KvError> {
+        let (ack, result) = channel();
+        let task = AnchorTask {
+            rank,
+            id,
+            local,
+            depth,
+            ack,
+        };
+        self.enqueue(self.lane_of(rank), Task::Anchor(task))?;
+        result.recv().map_err(|_| KvError::Closed)?
+    }
+
+    /// Scores against `suffix` after the anchor `id` (caller's thread).
+    pub fn find_matches_from_anchor(
+        &self,
+        id: ExternalSequenceBlockHash,
+        suffix: &[LocalBlockHash],
+    ) -> OverlapScores {
+        self.tree.find_matches_from_anchor(id, suffix)
+    }
+
+    /// Flushes every lane (folding their tallies), then sweeps stale leaves
+    /// on the caller's thread; `None` if a sweep is already in flight.
+    pub fn sweep_stale(&self) -> Option<SweepStats> {
+        self.flush();
+        self.tree.sweep_stale()
     }
 
     /// Waits until every event enqueued before the call has been applied.

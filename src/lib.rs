@@ -23,6 +23,7 @@
 //! module's documentation.
 #![warn(missing_docs)]
 
+#[cfg(not(any(crtc_loom, crtc_shuttle)))]
 pub mod compare;
 pub mod indexer;
 pub mod reference;

@@ -29,3 +29,11 @@ scenarios!(rwlock_general, crtc_strategies::RwLockGate, false);
 scenarios!(seqlock_fast, crtc_strategies::SeqlockGate, true);
 #[cfg(feature = "seqlock")]
 scenarios!(seqlock_general, crtc_strategies::SeqlockGate, false);
+#[cfg(feature = "epoch")]
+scenarios!(epoch_fast, crtc_strategies::CrossbeamEpochGate, true);
+#[cfg(feature = "epoch")]
+scenarios!(epoch_general, crtc_strategies::CrossbeamEpochGate, false);
+#[cfg(feature = "seize")]
+scenarios!(seize_fast, crtc_strategies::SeizeEpochGate, true);
+#[cfg(feature = "seize")]
+scenarios!(seize_general, crtc_strategies::SeizeEpochGate, false);

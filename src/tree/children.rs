@@ -7,7 +7,9 @@
 //! keeps a live allocation (and every child `Arc` in it) until it unpins.
 //! `insert_if_absent` may run concurrently (under a node's *shared* section),
 //! so compact inserts are a compare-exchange loop; inserting a fifth key
-//! publishes a sharded map, which is never demoted. Sharded inserts take the
+//! publishes a sharded map, which ordinary mutations never demote (the
+//! stale-leaf sweep does, under the node's exclusive section, once at most
+//! four children are left: see [`Children::compact`]). Sharded inserts take the
 //! shard's lock; removals from a sharded map defer dropping the removed `Arc`
 //! through the reclaimer. Removal, clearing and the split hand-off happen only
 //! under the node's exclusive section. Readers borrow children (`&Node`)
@@ -145,6 +147,24 @@ impl<G: ShapeGate> Children<G> {
         }
     }
 
+    /// Approximate heap bytes of the published set (the `Arc`s, not the
+    /// children they point to).
+    pub fn footprint(&self, guard: &Guard<G>) -> usize {
+        let boxed = std::mem::size_of::<ChildSet<G>>();
+        boxed
+            + match self.set.load::<G::Reclaim>(guard) {
+                ChildSet::Empty => 0,
+                ChildSet::Compact(entries) => std::mem::size_of_val(&**entries),
+                ChildSet::Sharded(shards) => shards
+                    .iter()
+                    .map(|shard| {
+                        std::mem::size_of::<Shard<G>>()
+                            + shard.read().capacity() * std::mem::size_of::<Entry<G>>()
+                    })
+                    .sum(),
+            }
+    }
+
     /// Whether the set is sharded (diagnostics and tests).
     pub fn is_sharded(&self, guard: &Guard<G>) -> bool {
         matches!(self.set.load::<G::Reclaim>(guard), ChildSet::Sharded(_))
@@ -221,6 +241,22 @@ impl<G: ShapeGate> Children<G> {
                 true
             }
         }
+    }
+
+    /// Republishes a sharded set holding at most [`COMPACT_MAX`] children as
+    /// a compact snapshot; the sharded one is retired (readers that loaded it
+    /// keep a live value). Returns whether it did. Exclusive section only, so
+    /// no insert can race the copy.
+    pub fn compact(&self, guard: &Guard<G>) -> bool {
+        let ChildSet::Sharded(_) = self.set.load::<G::Reclaim>(guard) else {
+            return false;
+        };
+        let entries = self.snapshot(guard);
+        if entries.len() > COMPACT_MAX {
+            return false;
+        }
+        self.set.store::<G::Reclaim>(set_from(entries), guard);
+        true
     }
 
     /// Unlinks every child; returns whether there was any. Exclusive section only.

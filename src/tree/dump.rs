@@ -1,12 +1,13 @@
 //! `dump_events`: the tree as `Stored` events (diagnostic, not a cut).
 //!
 //! Protocol. Starting at the root's live children (a child is live if it has
-//! holders or children), each chain of nodes is merged while a node has no
-//! cutoffs and exactly one live child that has no cutoffs and the same
-//! non-empty full set. Each merged chain emits one store per full rank and one
-//! per cutoff rank (its covered prefix), under the chain's parent. Like a
-//! reader, a rank is emitted below a parent only if it covered every node on
-//! the path there. One pin and one slot table serve the whole dump.
+//! holders or children) and at every anchor's live children (parent = the
+//! anchor id; only ranks full on the anchor may appear), each chain of nodes
+//! is merged while a node has no cutoffs and exactly one live child that has
+//! no cutoffs and the same non-empty full set. Each merged chain emits one
+//! store per full rank and one per cutoff rank (its covered prefix), under
+//! the chain's parent. Like a reader, a rank is emitted below a parent only
+//! if it covered every node on the path there. One pin and one slot table serve the whole dump.
 
 use super::node::Node;
 use super::Tree;
@@ -39,6 +40,11 @@ impl<G: ShapeGate> Tree<G> {
             .into_iter()
             .map(|c| (None, c, None))
             .collect();
+        for (&id, anchor) in self.anchors.load(&guard) {
+            let full = Self::dump_node(&anchor.node).full;
+            let kids = Self::live_children(&anchor.node, &guard);
+            pending.extend(kids.into_iter().map(|c| (Some(id), c, Some(full.clone()))));
+        }
         while let Some((parent, start, allowed)) = pending.pop() {
             let (edge, last, kids) = Self::merge_chain(start, &guard);
             let permitted = |slot: Slot| allowed.as_ref().is_none_or(|a| a.contains(slot));

@@ -10,6 +10,12 @@
 //! fast path reuses the hold's id and touches no shared count at all.
 //! Redirects and scrubs change only entries that still name the node being
 //! replaced or emptied, never entries that name another node.
+//!
+//! A hold's first and last entry also move the node's lane-hold count (the
+//! sweeper leaves held nodes alone), and the lane keeps a reclamation tally
+//! (blocks linked into the tree, blocks left on holder-less nodes) that the
+//! tree folds into its shared estimates only when it grew large or when
+//! forced, never per event.
 
 use crate::tree::node::Node;
 use crate::types::{ExternalSequenceBlockHash, WorkerWithDpRank};
@@ -27,6 +33,15 @@ struct Hold<G: ShapeGate> {
     entries: usize,
 }
 
+/// Lane-local reclamation deltas, folded into the tree's estimates.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Blocks linked into the tree.
+    pub linked: i64,
+    /// Blocks left on holder-less nodes (negative when revived).
+    pub dead: i64,
+}
+
 /// One lane's reverse lookups and node holds.
 pub struct Lane<G: ShapeGate> {
     ranks: FxHashMap<WorkerWithDpRank, FxHashMap<ExternalSequenceBlockHash, NodeId>>,
@@ -34,6 +49,7 @@ pub struct Lane<G: ShapeGate> {
     free: Vec<u32>,
     by_addr: FxHashMap<usize, NodeId>,
     counters: Arc<LaneCounters>,
+    tally: Tally,
 }
 
 impl<G: ShapeGate> Default for Lane<G> {
@@ -44,6 +60,15 @@ impl<G: ShapeGate> Default for Lane<G> {
             free: Vec::new(),
             by_addr: FxHashMap::default(),
             counters: Arc::new(LaneCounters::default()),
+            tally: Tally::default(),
+        }
+    }
+}
+
+impl<G: ShapeGate> Drop for Lane<G> {
+    fn drop(&mut self) {
+        for hold in self.holds.iter().flatten() {
+            hold.node.add_lane_hold(-1);
         }
     }
 }
@@ -72,6 +97,22 @@ impl<G: ShapeGate> Lane<G> {
     /// Number of entries of `rank`.
     pub fn entry_count(&self, rank: WorkerWithDpRank) -> usize {
         self.ranks.get(&rank).map_or(0, |m| m.len())
+    }
+
+    /// The reclamation deltas not yet folded into the tree.
+    pub fn tally(&self) -> Tally {
+        self.tally
+    }
+
+    /// Adds to the reclamation deltas.
+    pub(super) fn note(&mut self, linked: i64, dead: i64) {
+        self.tally.linked += linked;
+        self.tally.dead += dead;
+    }
+
+    /// Takes the deltas out (to fold them).
+    pub(super) fn take_tally(&mut self) -> Tally {
+        std::mem::take(&mut self.tally)
     }
 
     /// Number of distinct nodes held.
@@ -103,6 +144,7 @@ impl<G: ShapeGate> Lane<G> {
         if let Some(&id) = self.by_addr.get(&node.addr()) {
             return id;
         }
+        node.add_lane_hold(1);
         let hold = Some(Hold {
             node: Arc::clone(node),
             entries: 0,
@@ -126,6 +168,7 @@ impl<G: ShapeGate> Lane<G> {
         let Some(hold) = slot else { return };
         hold.entries = hold.entries.saturating_add_signed(delta);
         if hold.entries == 0 {
+            hold.node.add_lane_hold(-1);
             self.by_addr.remove(&hold.node.addr());
             *slot = None;
             self.free.push(id.0);

@@ -20,7 +20,7 @@ use crate::types::{ExternalSequenceBlockHash, LocalBlockHash, MatchDetails, Over
 use crtc_strategies::{Reclaim, ShapeGate, ShapeRead, Slot, SlotBits};
 
 /// One credit: a slot, its score, and the external hash of its last block.
-type Credit = (Slot, usize, Option<ExternalSequenceBlockHash>);
+pub(super) type Credit = (Slot, usize, Option<ExternalSequenceBlockHash>);
 
 /// The result of reading one node.
 struct Hop<'g, G: ShapeGate> {
@@ -95,13 +95,23 @@ impl<G: ShapeGate> Tree<G> {
         early_exit: bool,
         guard: &<G::Reclaim as Reclaim>::Guard,
     ) -> Vec<Credit> {
-        let mut credits = Vec::new();
-        let Some(mut node) = query
+        match query
             .first()
             .and_then(|&key| self.root.children.get(key, guard))
-        else {
-            return credits;
-        };
+        {
+            Some(node) => Self::walk_from(node, query, early_exit, guard),
+            None => Vec::new(),
+        }
+    }
+
+    /// The walk from `node`, whose first edge block is `query[0]`'s match.
+    pub(super) fn walk_from<'g>(
+        mut node: &'g Node<G>,
+        query: &[LocalBlockHash],
+        early_exit: bool,
+        guard: &'g <G::Reclaim as Reclaim>::Guard,
+    ) -> Vec<Credit> {
+        let mut credits = Vec::new();
         let (mut active, mut scratch) = (SlotBits::new(), Scratch::default());
         let (mut depth, mut first, mut prev_last) = (0, true, None);
         loop {

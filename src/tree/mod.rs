@@ -11,9 +11,16 @@
 //!   validates it, re-planning when the shape changed.
 //! * Readers pin the reclaimer once per walk, take no reference counts, and
 //!   see one consistent view per node.
+//! * Ranks own dense slots; removing a rank unmaps, sweeps and releases its
+//!   slot so a reader never credits a recycled slot to its old owner
+//!   (`remove`, `slots`). Holder-less leaves are unlinked by a sweep
+//!   scheduled by volume and by a timer (`sweep`). Anchors are fixed
+//!   one-block nodes outside the root's subtree (`anchor`).
 //!
-//! See `store`, `remove`, `matches` and `dump` for each operation.
+//! See `store`, `remove`, `matches`, `dump`, `sweep` and `anchor` for each
+//! operation.
 
+mod anchor;
 mod children;
 mod dump;
 mod lane;
@@ -23,15 +30,18 @@ mod remove;
 mod repair;
 mod slots;
 mod store;
+mod sweep;
 
-pub use lane::{Counter, Lane, LaneCounters, NodeId};
+pub use lane::{Counter, Lane, LaneCounters, NodeId, Tally};
 pub use store::StoreOutcome;
+pub use sweep::{ReclaimConfig, SweepClaim, SweepReason, SweepStats, SweepTrigger, FOLD_THRESHOLD};
 
 use crate::types::{KvCacheEventData, KvError, RouterEvent, WorkerId, WorkerWithDpRank};
 use crtc_strategies::sync::Arc;
 use crtc_strategies::{Reclaim, RwLockGate, ShapeGate, ShapeRead};
 use node::Node;
 use slots::SlotRegistry;
+use std::time::Instant;
 
 /// Tree settings.
 #[derive(Clone, Debug)]
@@ -40,6 +50,8 @@ pub struct TreeConfig {
     pub fast_path: bool,
     /// Most rank slots the tree issues (at most 65 536).
     pub slot_capacity: usize,
+    /// When stale-leaf sweeps are scheduled.
+    pub reclaim: ReclaimConfig,
 }
 
 impl Default for TreeConfig {
@@ -47,6 +59,7 @@ impl Default for TreeConfig {
         Self {
             fast_path: true,
             slot_capacity: crtc_strategies::MAX_SLOTS,
+            reclaim: ReclaimConfig::default(),
         }
     }
 }
@@ -84,7 +97,10 @@ pub struct NodeInfo {
 /// The tree. `G` is the node synchronization strategy.
 pub struct Tree<G: ShapeGate = RwLockGate> {
     root: Arc<Node<G>>,
+    anchors: anchor::Anchors<G>,
     slots: SlotRegistry<G::Reclaim>,
+    trigger: SweepTrigger,
+    created: Instant,
     config: TreeConfig,
 }
 
@@ -107,7 +123,10 @@ impl<G: ShapeGate> Tree<G> {
     pub fn new(config: TreeConfig) -> Self {
         Self {
             root: Arc::new(Node::root()),
+            anchors: anchor::Anchors::default(),
             slots: SlotRegistry::new(config.slot_capacity),
+            trigger: SweepTrigger::new(config.reclaim.clone()),
+            created: Instant::now(),
             config,
         }
     }
@@ -123,7 +142,8 @@ impl<G: ShapeGate> Tree<G> {
     }
 
     /// Applies one event on `lane`. One rank's events must always use the
-    /// same lane, in order.
+    /// same lane, in order. The lane's reclamation tally is folded into the
+    /// tree when it grew large.
     pub fn apply_event(
         &self,
         lane: &mut Lane<G>,
@@ -155,11 +175,15 @@ impl<G: ShapeGate> Tree<G> {
             Ok(EventOutcome::Cleared) => counters.clears.add(1),
             Err(_) => counters.errors.add(1),
         }
+        self.fold_tally(lane, false);
         result
     }
 
-    /// Removes every rank of `worker_id`: each lane drops their lookups, then
-    /// their slots are unmapped, swept out of the tree and released.
+    /// Removes every rank of `worker_id`: each of `lanes` drops their
+    /// lookups, then their slots are unmapped, swept out of the tree and
+    /// released. Returns once no slot of the worker is pending, also when a
+    /// concurrent removal won the unmap. Pass every lane the worker's ranks
+    /// may be routed to. The caller must not be pinned.
     pub fn remove_worker(&self, lanes: &mut [&mut Lane<G>], worker_id: WorkerId) {
         self.remove_ranks(lanes, &|rank: WorkerWithDpRank| rank.worker_id == worker_id);
     }
@@ -182,24 +206,40 @@ impl<G: ShapeGate> Tree<G> {
         self.slots.issued()
     }
 
-    /// Number of nodes reachable from the root (the root excluded).
+    /// The slot `rank` currently writes with (diagnostics and tests).
+    pub fn slot_of(&self, rank: WorkerWithDpRank) -> Option<u16> {
+        self.slots.table(&G::Reclaim::pin()).slot(rank).map(|s| s.0)
+    }
+
+    /// Whether a slot of `rank` is unmapped but not yet released.
+    pub fn is_release_pending(&self, rank: WorkerWithDpRank) -> bool {
+        self.slots.is_pending(|r| r == rank)
+    }
+
+    /// Number of reachable nodes: the root's subtree and every anchor with
+    /// its subtree (the root excluded).
     pub fn node_count(&self) -> usize {
         let mut count = 0;
-        self.visit(|_| count += 1);
+        self.visit(|_, _| count += 1);
         count
     }
 
-    /// Approximate bytes held by the reachable nodes.
+    /// Approximate bytes held by the reachable nodes: each node, its shape
+    /// and its child map.
     pub fn footprint(&self) -> usize {
         let mut bytes = 0;
-        self.visit(|node| bytes += std::mem::size_of::<Node<G>>() + node.gate.footprint());
+        self.visit(|node, guard| {
+            bytes += std::mem::size_of::<Node<G>>()
+                + node.gate.footprint()
+                + node.children.footprint(guard)
+        });
         bytes
     }
 
     /// Number of (node, rank) coverage records: one per full bit or cutoff.
     pub fn membership_count(&self) -> usize {
         let mut count = 0;
-        self.visit(|node| {
+        self.visit(|node, _| {
             node.gate.read(|s| {
                 let full: usize = (0..s.full_word_count())
                     .map(|i| s.full_word(i).count_ones() as usize)
@@ -212,7 +252,8 @@ impl<G: ShapeGate> Tree<G> {
         count
     }
 
-    /// Every reachable node (the root excluded), parents before children, for
+    /// Every node of the root's subtree (the root excluded; anchors and
+    /// their subtrees are not listed), parents before children, for
     /// diagnostics and tests.
     pub fn topology(&self) -> Vec<NodeInfo> {
         let guard = G::Reclaim::pin();
@@ -245,19 +286,31 @@ impl<G: ShapeGate> Tree<G> {
             let children = node.children.snapshot(&guard);
             info.children = children.len();
             let below = depth + info.edge.len();
-            stack.extend(children.into_iter().map(|(_, c)| (Some(nodes.len()), below, c)));
+            stack.extend(
+                children
+                    .into_iter()
+                    .map(|(_, c)| (Some(nodes.len()), below, c)),
+            );
             nodes.push(info);
         }
         nodes
     }
 
-    /// Visits every node reachable from the root (the root excluded).
-    fn visit(&self, mut f: impl FnMut(&Node<G>)) {
+    /// Visits every reachable node: the root's subtree and every anchor with
+    /// its subtree (the root excluded).
+    fn visit(&self, mut f: impl FnMut(&Node<G>, &Guard<G>)) {
         let guard = G::Reclaim::pin();
-        let mut stack = self.root.children.snapshot(&guard);
-        while let Some((_, node)) = stack.pop() {
-            f(&node);
-            stack.extend(node.children.snapshot(&guard));
+        let mut stack: Vec<Arc<Node<G>>> = self.anchor_nodes(&guard);
+        stack.extend(
+            self.root
+                .children
+                .snapshot(&guard)
+                .into_iter()
+                .map(|(_, c)| c),
+        );
+        while let Some(node) = stack.pop() {
+            f(&node, &guard);
+            stack.extend(node.children.snapshot(&guard).into_iter().map(|(_, c)| c));
         }
     }
 }

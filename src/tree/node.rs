@@ -1,8 +1,24 @@
 //! A tree node: its gate (which owns the shape) and its children (which the
 //! tree owns). Dropping a node frees its subtree iteratively, so a long
 //! detached chain never recurses.
+//!
+//! Two words support stale-leaf reclamation (see `sweep`):
+//!
+//! * `unlinked` is set by the sweeper inside the node's exclusive section,
+//!   right before it removes the node from its parent. Every writer section
+//!   that adds coverage or a child to a node checks it first, inside its own
+//!   section; the sections exclude each other, so either the writer's change
+//!   lands first (and the sweeper sees a holder or a child and skips the
+//!   node) or the writer sees the flag and re-plans from the parent. A writer
+//!   holding a transient reference to a node therefore never writes into a
+//!   detached node, without the sweeper having to count references.
+//! * `lane_holds` counts the lanes whose lookups name the node. A lane
+//!   changes it only for the first and last entry naming the node (not per
+//!   event). The sweeper leaves held nodes alone (policy, not safety: the
+//!   flag above is what makes unlinking sound).
 
 use crate::tree::children::Children;
+use crtc_strategies::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use crtc_strategies::sync::Arc;
 use crtc_strategies::{ShapeGate, ShapeInit};
 
@@ -12,14 +28,23 @@ pub struct Node<G: ShapeGate> {
     pub gate: G,
     /// The node's children, keyed by the first local hash of their edges.
     pub children: Children<G>,
+    unlinked: AtomicBool,
+    lane_holds: AtomicUsize,
 }
 
 impl<G: ShapeGate> Node<G> {
     /// A node with shape `init` and no children.
     pub fn new(init: ShapeInit) -> Self {
+        Self::with_children(init, Children::default())
+    }
+
+    /// A node with shape `init` owning `children` (a split's suffix).
+    pub fn with_children(init: ShapeInit, children: Children<G>) -> Self {
         Self {
             gate: G::new(init),
-            children: Children::default(),
+            children,
+            unlinked: AtomicBool::new(false),
+            lane_holds: AtomicUsize::new(0),
         }
     }
 
@@ -36,6 +61,42 @@ impl<G: ShapeGate> Node<G> {
     #[inline]
     pub fn addr(&self) -> usize {
         self as *const Self as usize
+    }
+
+    /// Whether the sweeper unlinked the node. Writers call it inside a
+    /// section of this node.
+    #[inline]
+    pub fn is_unlinked(&self) -> bool {
+        // Acquire: pairs with the Release in `mark_unlinked`; the sections
+        // already order the two, this keeps the flag sound on its own.
+        self.unlinked.load(Ordering::Acquire)
+    }
+
+    /// Marks the node unlinked. Only the sweeper, inside the node's
+    /// exclusive section, right before it unlinks the node.
+    pub fn mark_unlinked(&self) {
+        // Release: pairs with the Acquire in `is_unlinked`.
+        self.unlinked.store(true, Ordering::Release);
+    }
+
+    /// Number of lanes whose lookups name the node.
+    #[inline]
+    pub fn lane_holds(&self) -> usize {
+        // Relaxed: a reclamation policy input only (see the module notes).
+        self.lane_holds.load(Ordering::Relaxed)
+    }
+
+    /// A lane's first entry now names the node (`+1`) or its last entry
+    /// left (`-1`).
+    pub fn add_lane_hold(&self, delta: isize) {
+        // Relaxed: policy input only; the lane's own `Arc` keeps the node alive.
+        if delta >= 0 {
+            self.lane_holds.fetch_add(delta as usize, Ordering::Relaxed);
+        } else {
+            // Relaxed: as above.
+            self.lane_holds
+                .fetch_sub(delta.unsigned_abs(), Ordering::Relaxed);
+        }
     }
 }
 

@@ -14,14 +14,34 @@
 //! if repair finds nothing, the hash's entry is scrubbed (the event says the
 //! rank evicted it) and the removal moves on.
 //!
-//! `Cleared` drops the rank's entries and sweeps its slot out of every node
-//! reachable from the root. Rank removal unmaps the slots (no more writes),
-//! waits until every thread pinned before has unpinned (events that resolved
-//! the old slot finish), sweeps them, and releases them.
+//! A run that leaves a non-anchor node holder-less adds the edge to the
+//! lane's dead tally (see `sweep`).
+//!
+//! `Cleared` drops the rank's lookups and keeps its slot. Under a pin it
+//! reads the slot, then sweeps it out of every node reachable from the root
+//! and the anchors, checking before each node, under the current pin, that
+//! the rank still maps to that slot; it stops as soon as it does not (a
+//! removal unmapped it and finishes the job). A pin that saw the mapping
+//! holds back the slot's release, so a clear never touches a slot recycled
+//! meanwhile. Unpinned again, it waits until no slot of the rank is pending
+//! release, so an acknowledged clear leaves nothing behind even when another
+//! caller is removing the rank (possibly an older slot of it).
+//!
+//! Rank removal (`release_ranks`) unmaps the slots (no more writes), waits
+//! until every thread pinned before has unpinned (events that resolved the
+//! old slot finish writing), sweeps the slots out of every reachable node
+//! without a visited set, then releases them (vacate, wait for pinned
+//! readers, free). A caller that lost the unmap to another caller waits for
+//! that caller's release instead. The sweep seeds with the root's children
+//! and every anchor, snapshots a node's children before clearing them, so it
+//! still visits nodes it just detached; a split racing the sweep either
+//! happened before the node's section (the snapshot holds the suffix) or
+//! starts after the slot's bits are gone, so it cannot copy them forward.
 
 use super::lane::NodeId;
 use super::node::Node;
 use super::repair::Direction;
+use super::slots::SlotTable;
 use super::{Guard, Lane, Tree};
 use crate::types::{ExternalSequenceBlockHash, KvError, WorkerWithDpRank};
 use crtc_strategies::shape::{cut_at, drop_slot};
@@ -35,6 +55,8 @@ struct RunRemoval {
     /// Hashes whose entries go: newly uncovered blocks and located blocks
     /// beyond the rank's coverage.
     stale: Vec<ExternalSequenceBlockHash>,
+    /// Blocks the run left on a holder-less node (the edge, or 0).
+    dead: usize,
 }
 
 /// Nodes a sweep visits before it re-pins.
@@ -88,6 +110,7 @@ impl<G: ShapeGate> Tree<G> {
             let run = lane.run_naming(rank, hashes, &ids);
             if let Some(removal) = Self::remove_run(&node, slot, &hashes[..run], guard) {
                 lane.remove_naming(rank, &removal.stale, [&node, &origin]);
+                lane.note(0, removal.dead as i64);
                 return removal.consumed;
             }
             match self.repair(lane, &node, first, Direction::TowardHead, guard) {
@@ -122,6 +145,7 @@ impl<G: ShapeGate> Tree<G> {
                 return Commit::unchanged(None);
             };
             let old = w.covered_len(slot);
+            let had_holders = w.has_holders();
             let mut stale: Vec<_> = run
                 .iter()
                 .zip(&positions)
@@ -131,9 +155,11 @@ impl<G: ShapeGate> Tree<G> {
             let uncovered = cut_at(w, slot, min);
             stale.extend(uncovered.map(|p| w.pair(p).external));
             let cleared = !w.has_full() && node.children.clear(guard);
+            let dead = had_holders && !w.has_holders() && !w.is_anchor();
             let removal = RunRemoval {
                 consumed: positions.len(),
                 stale,
+                dead: if dead { w.len() } else { 0 },
             };
             Commit {
                 value: Some(removal),
@@ -151,50 +177,68 @@ impl<G: ShapeGate> Tree<G> {
         }
         let slot = self.slots.table(&G::Reclaim::pin()).slot(rank);
         if let Some(slot) = slot {
-            self.sweep_slots(&[slot]);
+            let still_mapped = |table: &SlotTable| table.slot(rank) == Some(slot);
+            let dead = self.sweep_slots(&[slot], still_mapped);
+            lane.note(0, dead as i64);
         }
+        self.slots.wait_for_release(|r| r == rank);
     }
 
-    /// Unmaps, sweeps and releases the slots of every rank matching `target`.
+    /// Unmaps, sweeps and releases the slots of every rank matching
+    /// `target`, or waits for the caller that unmapped them first. The
+    /// caller must not be pinned.
     pub(crate) fn release_ranks(&self, target: &dyn Fn(WorkerWithDpRank) -> bool) {
         let slots = self.slots.unmap(target);
-        if slots.is_empty() {
-            return;
+        if !slots.is_empty() {
+            G::Reclaim::wait_for_pinned_threads();
+            let dead = self.sweep_slots(&slots, |_| true);
+            self.trigger.add(0, dead as i64);
+            self.slots.release(&slots);
         }
-        G::Reclaim::wait_for_pinned_threads();
-        self.sweep_slots(&slots);
-        self.slots.release(&slots);
+        self.slots.wait_for_release(target);
     }
 
-    /// Removes `slots` from every node reachable from the root. No visited
+    /// Removes `slots` from every node reachable from the root and the
+    /// anchors, while `proceed` accepts the current slot table (checked
+    /// before each node, under the pin the node is swept with). No visited
     /// set: the tree is acyclic, and a split suffix may reuse a freed node's
     /// address. Children are snapshotted before a clear, so the sweep still
-    /// visits nodes it just detached.
-    pub(super) fn sweep_slots(&self, slots: &[Slot]) {
+    /// visits nodes it just detached. Returns the blocks left on nodes it
+    /// made holder-less.
+    pub(super) fn sweep_slots(
+        &self,
+        slots: &[Slot],
+        proceed: impl Fn(&SlotTable) -> bool,
+    ) -> usize {
         let mut guard = G::Reclaim::pin();
-        let mut queue: Vec<Arc<Node<G>>> = self
-            .root
-            .children
-            .snapshot(&guard)
-            .into_iter()
-            .map(|(_, c)| c)
-            .collect();
-        let mut visited = 0;
+        let mut queue: Vec<Arc<Node<G>>> = self.anchor_nodes(&guard);
+        let roots = self.root.children.snapshot(&guard);
+        queue.extend(roots.into_iter().map(|(_, c)| c));
+        let (mut visited, mut dead) = (0, 0);
         while let Some(node) = queue.pop() {
-            let children = node.gate.exclusive_commit(None, |w| {
+            if !proceed(self.slots.table(&guard)) {
+                break;
+            }
+            let swept = node.gate.exclusive_commit(None, |w| {
+                let had_holders = w.has_holders();
                 let removed = slots.iter().fold(false, |any, &s| drop_slot(w, s) | any);
                 let children = node.children.snapshot(&guard);
                 let cleared = removed && !w.has_full() && node.children.clear(&guard);
+                let emptied = had_holders && !w.has_holders() && !w.is_anchor();
                 Commit {
-                    value: children,
+                    value: (children, if emptied { w.len() } else { 0 }),
                     shape_changed: cleared,
                 }
             });
-            queue.extend(children.into_iter().flatten().map(|(_, c)| c));
+            if let Ok((children, emptied)) = swept {
+                queue.extend(children.into_iter().map(|(_, c)| c));
+                dead += emptied;
+            }
             visited += 1;
             if visited % SWEEP_REPIN == 0 {
                 guard = G::Reclaim::pin();
             }
         }
+        dead
     }
 }

@@ -10,9 +10,17 @@
 //! out of the tree, then `release`: the owner is vacated at once and the slot
 //! becomes reusable only after every thread pinned before the release has
 //! unpinned, so a reader holding the old table never sees the slot reused.
+//!
+//! Between `unmap` and the end of `release` a slot is *pending*, recorded
+//! with its owner under the registry mutex. `wait_for_release` polls that
+//! record (mutex, then `spin_loop` and a yield between polls) until no
+//! pending slot belongs to the target: a removal that lost the unmap race,
+//! and a `Cleared` of a rank being removed elsewhere, return only once the
+//! winner's sweep is done and the slot released. Callers must not be pinned
+//! while they wait (the winner waits for pinned threads).
 
 use crate::types::{KvError, WorkerWithDpRank};
-use crtc_strategies::sync::{Arc, Mutex};
+use crtc_strategies::sync::{spin_loop, thread, Arc, Mutex};
 use crtc_strategies::{AtomicBox, Reclaim, Slot, SlotBits, MAX_SLOTS};
 use rustc_hash::FxHashMap;
 
@@ -40,6 +48,8 @@ impl SlotTable {
 struct Issue {
     issued: usize,
     released: SlotBits,
+    /// Unmapped but not yet released, with their owners.
+    pending: Vec<(Slot, WorkerWithDpRank)>,
 }
 
 /// The slot registry of one tree.
@@ -104,23 +114,43 @@ impl<R: Reclaim> SlotRegistry<R> {
         Ok(slot)
     }
 
-    /// Stops the ranks matching `target` from writing; they stay credited.
-    /// Returns their slots.
+    /// Stops the ranks matching `target` from writing; they stay credited
+    /// and their slots become pending. Returns the slots (empty when another
+    /// caller unmapped them first).
     pub fn unmap(&self, target: impl Fn(WorkerWithDpRank) -> bool) -> Vec<Slot> {
         let guard = R::pin();
-        let _issue = self.issue.lock();
+        let mut issue = self.issue.lock();
         let mut next = self.table(&guard).clone();
-        let unmapped: Vec<Slot> = next
+        let unmapped: Vec<(Slot, WorkerWithDpRank)> = next
             .slots
             .iter()
             .filter(|(r, _)| target(**r))
-            .map(|(_, s)| *s)
+            .map(|(r, s)| (*s, *r))
             .collect();
         next.slots.retain(|r, _| !target(*r));
         if !unmapped.is_empty() {
             self.table.store::<R>(next, &guard);
         }
-        unmapped
+        issue.pending.extend(unmapped.iter().copied());
+        unmapped.into_iter().map(|(slot, _)| slot).collect()
+    }
+
+    /// Returns once no slot of a rank matching `target` is pending (unmapped
+    /// by someone and not yet released). The caller must not be pinned.
+    pub fn wait_for_release(&self, target: impl Fn(WorkerWithDpRank) -> bool) {
+        loop {
+            let pending = self.issue.lock().pending.iter().any(|&(_, r)| target(r));
+            if !pending {
+                return;
+            }
+            spin_loop();
+            thread::yield_now();
+        }
+    }
+
+    /// Whether a rank matching `target` has a pending slot (diagnostics).
+    pub fn is_pending(&self, target: impl Fn(WorkerWithDpRank) -> bool) -> bool {
+        self.issue.lock().pending.iter().any(|&(_, r)| target(r))
     }
 
     /// Vacates `slots`, waits until every thread pinned before has unpinned
@@ -147,6 +177,7 @@ impl<R: Reclaim> SlotRegistry<R> {
         slots.iter().for_each(|&s| {
             issue.released.insert(s);
         });
+        issue.pending.retain(|(s, _)| !slots.contains(s));
     }
 
     /// Number of slots issued so far (released ones included).

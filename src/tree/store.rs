@@ -17,6 +17,14 @@
 //! insert a new child (shared section under an internal parent, exclusive
 //! section for a leaf's first child, which makes it internal). Every commit
 //! validates the version its plan was made under; a stale plan is re-made.
+//!
+//! Every section that adds coverage or a child to a node first checks, inside
+//! the section, that the sweeper has not unlinked the node (see `sweep`). A
+//! child found detached is re-planned from its parent; a detached parent
+//! means the rank no longer covers it, so the store fails with
+//! `ParentBlockNotFound`. A parent the lane does not name but that is an
+//! anchor is joined (the rank is promoted on it). Linked blocks, and dead
+//! nodes a store revives, go to the lane's reclamation tally.
 
 use super::node::Node;
 use super::repair::Direction;
@@ -68,6 +76,7 @@ enum ParentPlan {
 
 enum ParentCommit<G: ShapeGate> {
     Stale,
+    Detached,
     Reused { changed: bool },
     InsertFrom { split: Option<Arc<Node<G>>> },
 }
@@ -82,6 +91,7 @@ enum ChildPlan<G: ShapeGate> {
 /// One step of the child walk.
 enum Step<G: ShapeGate> {
     Retry,
+    Detached,
     Resolved(Arc<Node<G>>),
     Descend {
         child: Arc<Node<G>>,
@@ -180,6 +190,7 @@ impl<G: ShapeGate> Tree<G> {
         match lane.node(id).gate.try_append_at_tail(slot, parent, blocks) {
             Ok(_) => {
                 lane.upsert_held(rank, externals(blocks), id);
+                lane.note(blocks.len() as i64, 0);
                 lane.counters().fast_path_hits.add(1);
                 true
             }
@@ -201,8 +212,12 @@ impl<G: ShapeGate> Tree<G> {
             rank: cx.rank,
             parent,
         };
-        let id = lane.entry(cx.rank, parent).ok_or_else(not_found)?;
-        let mut node = Arc::clone(lane.node(id));
+        let mut node = match lane.entry(cx.rank, parent) {
+            Some(id) => Arc::clone(lane.node(id)),
+            None => self
+                .join_anchor_parent(lane, cx, parent)
+                .ok_or_else(not_found)?,
+        };
         loop {
             let (covered, _) = node
                 .gate
@@ -211,6 +226,7 @@ impl<G: ShapeGate> Tree<G> {
                 None => {
                     node = self
                         .repair(lane, &node, parent, Direction::TowardTail, cx.guard)
+                        .or_else(|| self.join_anchor_parent(lane, cx, parent))
                         .ok_or_else(not_found)?;
                     continue;
                 }
@@ -220,8 +236,9 @@ impl<G: ShapeGate> Tree<G> {
                 }
                 Some(true) => {}
             }
-            match self.commit_parent(cx, &node, parent, blocks) {
+            match self.commit_parent(lane, cx, &node, parent, blocks) {
                 ParentCommit::Stale => Self::restart(lane),
+                ParentCommit::Detached => return Err(not_found()),
                 ParentCommit::Reused { changed } => {
                     let updated = lane.upsert(cx.rank, externals(blocks), &node);
                     return Ok(Start::Reused {
@@ -241,6 +258,18 @@ impl<G: ShapeGate> Tree<G> {
         }
     }
 
+    /// The anchor `parent`, joined by the storing rank, if there is one.
+    fn join_anchor_parent(
+        &self,
+        lane: &mut Lane<G>,
+        cx: &Cx<'_, G>,
+        parent: ExternalSequenceBlockHash,
+    ) -> Option<Arc<Node<G>>> {
+        let anchor = self.anchor_node(parent, cx.guard)?;
+        Self::join_anchor(lane, cx.rank, cx.slot, parent, &anchor);
+        Some(anchor)
+    }
+
     fn restart(lane: &Lane<G>) {
         lane.counters().restarts.add(1);
         spin_loop();
@@ -249,6 +278,7 @@ impl<G: ShapeGate> Tree<G> {
     /// Plans against the edge holding `parent` and commits the plan.
     fn commit_parent(
         &self,
+        lane: &mut Lane<G>,
         cx: &Cx<'_, G>,
         node: &Arc<Node<G>>,
         parent: ExternalSequenceBlockHash,
@@ -257,58 +287,86 @@ impl<G: ShapeGate> Tree<G> {
         let (plan, version) = node.gate.plan(|s| plan_parent(s, parent, blocks));
         let committed = match plan {
             ParentPlan::Missing => Err(Stale),
-            ParentPlan::TailInsert => node
-                .gate
-                .shared(Some(version), || ParentCommit::InsertFrom { split: None }),
-            ParentPlan::ReuseExisting { cutoff } => node
-                .gate
-                .shared_commit(Some(version), |w| cover_prefix(w, cx.slot, cutoff))
-                .map(|changed| ParentCommit::Reused { changed }),
-            ParentPlan::ExtendLeaf { start } => node
-                .gate
-                .exclusive_commit(Some(version), |w| {
-                    if w.is_internal() {
-                        return Commit::unchanged(false);
-                    }
-                    append_demoting(w, cx.slot, &blocks[start..]);
-                    Commit::changed(true)
-                })
-                .and_then(|appended| {
-                    appended
-                        .then_some(ParentCommit::Reused { changed: true })
-                        .ok_or(Stale)
-                }),
-            ParentPlan::Split { at } => {
-                self.split_node(node, at, version, None, cx.guard)
-                    .map(|suffix| ParentCommit::InsertFrom {
-                        split: Some(suffix),
-                    })
+            ParentPlan::TailInsert => node.gate.shared(Some(version), || {
+                if node.is_unlinked() {
+                    return ParentCommit::Detached;
+                }
+                ParentCommit::InsertFrom { split: None }
+            }),
+            ParentPlan::ReuseExisting { cutoff } => node.gate.shared_commit(Some(version), |w| {
+                if node.is_unlinked() {
+                    return ParentCommit::Detached;
+                }
+                let changed = cover_prefix(w, cx.slot, cutoff);
+                ParentCommit::Reused { changed }
+            }),
+            ParentPlan::ExtendLeaf { start } => {
+                self.extend_leaf(lane, cx, node, &blocks[start..], version)
             }
+            ParentPlan::Split { at } => self
+                .split_node(lane, node, at, version, None, cx.guard)
+                .map(|split| match split {
+                    Some(suffix) => ParentCommit::InsertFrom {
+                        split: Some(suffix),
+                    },
+                    None => ParentCommit::Detached,
+                }),
         };
         committed.unwrap_or(ParentCommit::Stale)
+    }
+
+    /// Extends the leaf `node` with `tail` (the parent plan found the rest
+    /// of the store already on its edge).
+    fn extend_leaf(
+        &self,
+        lane: &mut Lane<G>,
+        cx: &Cx<'_, G>,
+        node: &Node<G>,
+        tail: &[BlockPair],
+        version: Version,
+    ) -> Result<ParentCommit<G>, Stale> {
+        let committed = node.gate.exclusive_commit(Some(version), |w| {
+            if node.is_unlinked() {
+                return Commit::unchanged(ParentCommit::Detached);
+            }
+            if w.is_internal() {
+                return Commit::unchanged(ParentCommit::Stale);
+            }
+            append_demoting(w, cx.slot, tail);
+            Commit::changed(ParentCommit::Reused { changed: true })
+        })?;
+        if let ParentCommit::Reused { .. } = committed {
+            lane.note(tail.len() as i64, 0);
+        }
+        Ok(committed)
     }
 
     /// Splits `node` at `at` under its exclusive section: the node keeps the
     /// prefix; a new suffix node takes the rest of the edge and every child.
     /// With `tail`, the store's diverging tail becomes the prefix's second
-    /// child and the storing slot is promoted to full on the prefix.
+    /// child and the storing slot is promoted to full on the prefix. `None`
+    /// if the sweeper unlinked the node.
     fn split_node(
         &self,
+        lane: &mut Lane<G>,
         node: &Node<G>,
         at: usize,
         version: Version,
         tail: Option<(Slot, Arc<Node<G>>)>,
         guard: &Guard<G>,
-    ) -> Result<Arc<Node<G>>, Stale> {
-        node.gate.exclusive_commit(Some(version), |w| {
+    ) -> Result<Option<Arc<Node<G>>>, Stale> {
+        let split = node.gate.exclusive_commit(Some(version), |w| {
+            if node.is_unlinked() {
+                return Commit::unchanged(None);
+            }
+            let had_holders = w.has_holders();
             let mut init = split_at(w, at);
+            let orphaned = had_holders && init.full.is_empty() && init.cutoffs.is_empty();
+            let dead = if orphaned { init.edge.len() } else { 0 };
             let moved = node.children.take_for_split();
             init.internal = moved.len(guard) > 0;
             let key = init.edge.first().map_or(LocalBlockHash(0), |b| b.local);
-            let suffix = Arc::new(Node {
-                gate: G::new(init),
-                children: moved,
-            });
+            let suffix = Arc::new(Node::with_children(init, moved));
             let mut entries = vec![(key, Arc::clone(&suffix))];
             if let Some((slot, tail)) = tail {
                 promote_full(w, slot);
@@ -316,8 +374,12 @@ impl<G: ShapeGate> Tree<G> {
                 entries.push((tail_key, tail));
             }
             node.children.publish(entries, guard);
-            Commit::changed(suffix)
-        })
+            Commit::changed(Some((suffix, dead)))
+        })?;
+        Ok(split.map(|(suffix, dead)| {
+            lane.note(0, dead as i64);
+            suffix
+        }))
     }
 
     /// After this lane split `prefix`, moves this lane's entries for blocks
@@ -363,6 +425,12 @@ impl<G: ShapeGate> Tree<G> {
         while !remaining.is_empty() {
             match self.child_step(lane, cx, &parent, last, remaining)? {
                 Step::Retry => Self::restart(lane),
+                Step::Detached => {
+                    return Err(KvError::ParentBlockNotFound {
+                        rank: cx.rank,
+                        parent: last.unwrap_or_default(),
+                    })
+                }
                 Step::Resolved(node) => parent = node,
                 Step::Done { changed: c } => return Ok(changed || c),
                 Step::Descend {
@@ -440,8 +508,9 @@ impl<G: ShapeGate> Tree<G> {
         internal: bool,
         version: Version,
     ) -> Option<Step<G>> {
-        match self.commit_parent(cx, parent, p, remaining) {
+        match self.commit_parent(lane, cx, parent, p, remaining) {
             ParentCommit::Stale => return Some(Step::Retry),
+            ParentCommit::Detached => return Some(Step::Detached),
             ParentCommit::Reused { changed } => {
                 let updated = lane.upsert(cx.rank, externals(remaining), parent);
                 return Some(Step::Done {
@@ -460,19 +529,23 @@ impl<G: ShapeGate> Tree<G> {
             return None;
         }
         let extended = parent.gate.exclusive_commit(Some(version), |w| {
+            if parent.is_unlinked() {
+                return Commit::unchanged(Some(Step::Detached));
+            }
             if append_eligibility(w, cx.slot, p, remaining).is_err() {
-                return Commit::unchanged(false);
+                return Commit::unchanged(None);
             }
             append_demoting(w, cx.slot, remaining);
-            Commit::changed(true)
+            Commit::changed(Some(Step::Done { changed: true }))
         });
         match extended {
             Err(Stale) => Some(Step::Retry),
-            Ok(true) => {
+            Ok(Some(Step::Done { changed })) => {
                 lane.upsert(cx.rank, externals(remaining), parent);
-                Some(Step::Done { changed: true })
+                lane.note(remaining.len() as i64, 0);
+                Some(Step::Done { changed })
             }
-            Ok(false) => None,
+            Ok(other) => other,
         }
     }
 
@@ -490,32 +563,36 @@ impl<G: ShapeGate> Tree<G> {
         use super::children::Insert;
         let key = remaining[0].local;
         let fresh = Arc::new(Node::new(ShapeInit::leaf(remaining.to_vec(), cx.slot)));
+        let insert = || {
+            (!parent.is_unlinked()).then(|| parent.children.insert_if_absent(key, &fresh, cx.guard))
+        };
         let inserted = if internal {
-            parent.gate.shared(Some(version), || {
-                parent.children.insert_if_absent(key, &fresh, cx.guard)
-            })
+            parent.gate.shared(Some(version), insert)
         } else {
-            parent.gate.exclusive_commit(Some(version), |w| {
-                match parent.children.insert_if_absent(key, &fresh, cx.guard) {
-                    Insert::Inserted => {
+            parent
+                .gate
+                .exclusive_commit(Some(version), |w| match insert() {
+                    Some(Insert::Inserted) => {
                         w.set_internal();
-                        Commit::changed(Insert::Inserted)
+                        Commit::changed(Some(Insert::Inserted))
                     }
-                    existing => Commit::unchanged(existing),
-                }
-            })
+                    other => Commit::unchanged(other),
+                })
         };
         match inserted {
             Err(Stale) => Step::Retry,
-            Ok(Insert::Existing(child)) => self.insert_into_child(lane, cx, child, remaining),
-            Ok(Insert::Inserted) => {
+            Ok(None) => Step::Detached,
+            Ok(Some(Insert::Existing(child))) => self.insert_into_child(lane, cx, child, remaining),
+            Ok(Some(Insert::Inserted)) => {
                 lane.upsert(cx.rank, externals(remaining), &fresh);
+                lane.note(remaining.len() as i64, 0);
                 Step::Done { changed: true }
             }
         }
     }
 
-    /// Places `remaining` on `child`, whose first local hash matches.
+    /// Places `remaining` on `child`, whose first local hash matches. A child
+    /// the sweeper unlinked meanwhile sends the walk back to its parent.
     fn insert_into_child(
         &self,
         lane: &mut Lane<G>,
@@ -534,34 +611,51 @@ impl<G: ShapeGate> Tree<G> {
                 return Step::Retry;
             }
             let committed = if matched == len {
-                self.cover_child(
-                    lane,
-                    cx,
-                    child.clone(),
-                    &remaining[..len.min(remaining.len())],
-                    version,
-                )
+                let covered = &remaining[..len.min(remaining.len())];
+                self.cover_child(lane, cx, child.clone(), covered, version)
             } else if matched == remaining.len() {
-                child
-                    .gate
-                    .shared_commit(Some(version), |w| cover_prefix(w, cx.slot, matched))
-                    .map(|changed| {
-                        let updated = lane.upsert(cx.rank, externals(remaining), &child);
-                        Step::Done {
-                            changed: changed || updated > 0,
-                        }
-                    })
+                self.cover_child_prefix(lane, cx, &child, remaining, version)
             } else {
                 self.split_child_for_tail(lane, cx, &child, remaining, matched, version)
             };
             match committed {
-                Ok(step) => return step,
+                Ok(Some(step)) => return step,
+                Ok(None) => return Step::Retry,
                 Err(Stale) => Self::restart(lane),
             }
         }
     }
 
-    /// The child's whole edge matched: promote the rank on it and descend.
+    /// Raises the rank's coverage on `child` to `edge[0..k]` for `k <
+    /// len`; `None` if the child was unlinked. A revived dead node leaves the
+    /// dead tally.
+    fn cover_child_prefix(
+        &self,
+        lane: &mut Lane<G>,
+        cx: &Cx<'_, G>,
+        child: &Arc<Node<G>>,
+        covered: &[BlockPair],
+        version: Version,
+    ) -> Result<Option<Step<G>>, Stale> {
+        let k = covered.len();
+        let outcome = child.gate.shared_commit(Some(version), |w| {
+            if child.is_unlinked() {
+                return None;
+            }
+            let revived = if w.has_holders() { 0 } else { w.len() };
+            Some((cover_prefix(w, cx.slot, k), revived))
+        })?;
+        Ok(outcome.map(|(changed, revived)| {
+            lane.note(0, -(revived as i64));
+            let updated = lane.upsert(cx.rank, externals(covered), child);
+            Step::Done {
+                changed: changed || updated > 0,
+            }
+        }))
+    }
+
+    /// The child's whole edge matched: promote the rank on it and descend;
+    /// `None` if the child was unlinked.
     fn cover_child(
         &self,
         lane: &mut Lane<G>,
@@ -569,17 +663,25 @@ impl<G: ShapeGate> Tree<G> {
         child: Arc<Node<G>>,
         covered: &[BlockPair],
         version: Version,
-    ) -> Result<Step<G>, Stale> {
+    ) -> Result<Option<Step<G>>, Stale> {
         let len = covered.len();
-        let changed = child
-            .gate
-            .shared_commit(Some(version), |w| promote_full(w, cx.slot))?;
+        let outcome = child.gate.shared_commit(Some(version), |w| {
+            if child.is_unlinked() {
+                return None;
+            }
+            let revived = if w.has_holders() { 0 } else { w.len() };
+            Some((promote_full(w, cx.slot), revived))
+        })?;
+        let Some((changed, revived)) = outcome else {
+            return Ok(None);
+        };
+        lane.note(0, -(revived as i64));
         let updated = lane.upsert(cx.rank, externals(covered), &child);
-        Ok(Step::Descend {
+        Ok(Some(Step::Descend {
             child,
             consumed: len,
             changed: changed || updated > 0,
-        })
+        }))
     }
 
     fn split_child_for_tail(
@@ -590,19 +692,24 @@ impl<G: ShapeGate> Tree<G> {
         remaining: &[BlockPair],
         matched: usize,
         version: Version,
-    ) -> Result<Step<G>, Stale> {
+    ) -> Result<Option<Step<G>>, Stale> {
         let tail = &remaining[matched..];
         let tail_node = Arc::new(Node::new(ShapeInit::leaf(tail.to_vec(), cx.slot)));
-        let suffix = self.split_node(
+        let split = self.split_node(
+            lane,
             child,
             matched,
             version,
             Some((cx.slot, Arc::clone(&tail_node))),
             cx.guard,
         )?;
+        let Some(suffix) = split else {
+            return Ok(None);
+        };
         self.redirect_split(lane, child, &suffix, cx.guard);
         lane.upsert(cx.rank, externals(&remaining[..matched]), child);
         lane.upsert(cx.rank, externals(tail), &tail_node);
-        Ok(Step::Done { changed: true })
+        lane.note(tail.len() as i64, 0);
+        Ok(Some(Step::Done { changed: true }))
     }
 }

@@ -10,8 +10,22 @@
 
 #![warn(missing_docs, missing_debug_implementations)]
 
+/// `true` when the named mutant is active (model-checker builds only; a
+/// constant `false` otherwise, so production code carries no mutant).
+macro_rules! mutant {
+    ($name:ident) => {{
+        #[cfg(any(crtc_loom, crtc_shuttle))]
+        let active = $crate::mutants::Mutant::$name.is_active();
+        #[cfg(not(any(crtc_loom, crtc_shuttle)))]
+        let active = false;
+        active
+    }};
+}
+
 pub mod bits;
 pub mod edge_index;
+#[cfg(feature = "epoch")]
+pub mod epoch;
 pub mod gate;
 pub mod hash;
 #[cfg(any(crtc_loom, crtc_shuttle))]
@@ -24,8 +38,14 @@ pub mod shape;
 pub mod sync;
 
 pub use bits::SlotBits;
+#[cfg(feature = "seize")]
+pub use epoch::SeizeEpochGate;
+#[cfg(feature = "epoch")]
+pub use epoch::{CrossbeamEpochGate, DefaultEpochGate, EpochGate};
 pub use gate::{append_eligibility, AppendMiss, Commit, ShapeGate, Stale, Version};
 pub use hash::{BlockPair, ExternalSequenceBlockHash, LocalBlockHash, Slot, MAX_SLOTS};
+#[cfg(feature = "seize")]
+pub use reclaim::SeizeReclaim;
 pub use reclaim::{AtomicBox, DefaultReclaim, EpochReclaim, Reclaim};
 pub use rwlock::RwLockGate;
 #[cfg(feature = "seqlock")]

@@ -24,6 +24,16 @@ pub enum Mutant {
     NoInvalidation = 3,
     /// The eligibility checks run before the exclusive section, not inside.
     TailCheckOutsideSection = 4,
+    /// Seqlock: the optimistic reader skips its Acquire fence.
+    NoReaderAcquireFence = 5,
+    /// Seqlock: a structural writer skips the Release fence after locking.
+    NoWriterReleaseFence = 6,
+    /// Seqlock: an append publishes `len` before writing the pairs.
+    LenBeforePairs = 7,
+    /// Seqlock: an append that demotes another rank does not bump the version.
+    DemotingAppendWithoutBump = 8,
+    /// Seqlock: a split (any structural commit) does not bump the version.
+    SplitWithoutBump = 9,
 }
 
 impl Mutant {
@@ -35,6 +45,28 @@ impl Mutant {
         Mutant::TailCheckOutsideSection,
     ];
 
+    /// The mutants of the seqlock gate.
+    pub const SEQLOCK: [Mutant; 5] = [
+        Mutant::NoReaderAcquireFence,
+        Mutant::NoWriterReleaseFence,
+        Mutant::LenBeforePairs,
+        Mutant::DemotingAppendWithoutBump,
+        Mutant::SplitWithoutBump,
+    ];
+
+    /// Every mutant, for lookups by name.
+    pub const ALL: [Mutant; 9] = [
+        Mutant::SkipInternalCheck,
+        Mutant::ClearBitBeforeCutoff,
+        Mutant::NoInvalidation,
+        Mutant::TailCheckOutsideSection,
+        Mutant::NoReaderAcquireFence,
+        Mutant::NoWriterReleaseFence,
+        Mutant::LenBeforePairs,
+        Mutant::DemotingAppendWithoutBump,
+        Mutant::SplitWithoutBump,
+    ];
+
     /// Makes `self` the active mutant of every gate.
     pub fn select(self) {
         checker_state::set_mutant(self as u8);
@@ -42,13 +74,16 @@ impl Mutant {
 
     /// The active mutant.
     pub fn active() -> Mutant {
-        match checker_state::mutant() {
-            1 => Mutant::SkipInternalCheck,
-            2 => Mutant::ClearBitBeforeCutoff,
-            3 => Mutant::NoInvalidation,
-            4 => Mutant::TailCheckOutsideSection,
-            _ => Mutant::None,
-        }
+        let id = checker_state::mutant();
+        Mutant::ALL
+            .into_iter()
+            .find(|&m| m as u8 == id)
+            .unwrap_or(Mutant::None)
+    }
+
+    /// Whether `self` is the active mutant.
+    pub fn is_active(self) -> bool {
+        Mutant::active() == self
     }
 }
 

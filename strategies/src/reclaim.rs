@@ -8,10 +8,16 @@
 //! [`AtomicBox`] packages the pattern for one published value. Nothing
 //! reachable is retired: the writer unlinks first, then retires.
 //!
-//! Backends: [`EpochReclaim`] (crossbeam-epoch's global collector) and, in
-//! model-checker builds only, `CheckerReclaim`, whose deferred work runs once
-//! no thread is pinned (the checkers' tasks share one OS thread, so
-//! crossbeam's per-thread state would be shared between them).
+//! Backends: [`EpochReclaim`] (crossbeam-epoch's global collector),
+//! `SeizeReclaim` (feature `seize`: a global seize collector, Hyaline
+//! reference-counted batches) and, in model-checker builds only,
+//! `CheckerReclaim`, whose deferred work runs once no thread is pinned (the
+//! checkers' tasks share one OS thread, so crossbeam's and seize's
+//! per-thread state would be shared between them).
+//!
+//! Readers load retirable pointers through [`Reclaim::protect`]: Acquire for
+//! crossbeam (its pin has a full fence), SeqCst for seize, whose `enter` pairs
+//! only a light barrier with SeqCst pointer loads.
 
 use crate::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use crate::sync::{spin_loop, Arc};
@@ -30,6 +36,15 @@ pub trait Reclaim: Send + Sync + 'static {
     fn defer(guard: &Self::Guard, f: impl FnOnce() + Send + 'static);
     /// Pushes deferred work toward execution.
     fn flush(guard: &Self::Guard);
+
+    /// Loads a published pointer that writers may replace and retire, with
+    /// the ordering this backend's protection needs (at least Acquire, so the
+    /// pointee's initialization is visible). The caller is pinned.
+    #[inline]
+    fn protect<T>(ptr: &AtomicPtr<T>) -> *mut T {
+        // Acquire: pairs with the Release publication of the pointee.
+        ptr.load(Ordering::Acquire)
+    }
 
     /// Runs what deferred work can run now. The caller must not be pinned.
     fn collect() {
@@ -74,6 +89,103 @@ impl Reclaim for EpochReclaim {
 
     fn flush(guard: &Self::Guard) {
         guard.flush();
+    }
+}
+
+/// The global seize collector, created on first use. Global like
+/// crossbeam's, so the backend's functions need no handle.
+#[cfg(feature = "seize")]
+fn seize_collector() -> &'static seize::Collector {
+    static COLLECTOR: crate::sync::OnceLock<seize::Collector> = crate::sync::OnceLock::new();
+    COLLECTOR.get_or_init(seize::Collector::new)
+}
+
+/// Runs a boxed deferred function; seize's reclaimer signature.
+///
+/// # Safety
+/// `ptr` came from `Box::into_raw` of an `F` and is passed here exactly once.
+#[cfg(feature = "seize")]
+unsafe fn run_deferred<F: FnOnce()>(ptr: *mut F, _collector: &seize::Collector) {
+    // SAFETY: guaranteed by the caller (seize runs each retired entry once).
+    let f = unsafe { Box::from_raw(ptr) };
+    f();
+}
+
+/// A global seize collector (Hyaline: retired batches are reference-counted
+/// by the threads active when the batch is retired; the last one to leave
+/// frees it, so a stalled idle thread blocks nothing).
+#[cfg(feature = "seize")]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SeizeReclaim;
+
+#[cfg(feature = "seize")]
+impl SeizeReclaim {
+    /// Runs `until` after pushing this thread's batch toward reclamation; a
+    /// batch retires only once it holds at least one entry per active thread,
+    /// so every round pads it with a no-op entry (no allocation: the closure
+    /// is zero-sized). Gives up after `rounds` rounds. Caller not pinned.
+    fn drain(rounds: Option<usize>, until: &dyn Fn() -> bool) {
+        let mut round = 0;
+        while !until() && rounds.is_none_or(|max| round < max) {
+            let guard = Self::pin();
+            Self::defer(&guard, || {});
+            seize::Guard::flush(&guard);
+            drop(guard);
+            round += 1;
+            spin_loop();
+        }
+    }
+}
+
+#[cfg(feature = "seize")]
+impl Reclaim for SeizeReclaim {
+    type Guard = seize::LocalGuard<'static>;
+    const NAME: &'static str = "seize";
+
+    #[inline]
+    fn pin() -> Self::Guard {
+        seize_collector().enter()
+    }
+
+    fn defer(guard: &Self::Guard, f: impl FnOnce() + Send + 'static) {
+        let boxed = Box::into_raw(Box::new(f));
+        // SAFETY: `boxed` is a fresh box run exactly once by `run_deferred`;
+        // what `f` frees was unlinked by the caller before this call (the
+        // trait's protocol), and `defer_retire` keeps it until `guard` drops.
+        unsafe { seize::Guard::defer_retire(guard, boxed, run_deferred) };
+    }
+
+    fn flush(guard: &Self::Guard) {
+        seize::Guard::flush(guard);
+    }
+
+    #[inline]
+    fn protect<T>(ptr: &AtomicPtr<T>) -> *mut T {
+        // SeqCst: seize's protected load; it joins the total order with the
+        // light barrier of `enter` and the heavy barrier of batch retirement.
+        ptr.load(Ordering::SeqCst)
+    }
+
+    fn collect() {
+        let done = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&done);
+        Self::defer(&Self::pin(), move || {
+            // Release: pairs with the Acquire load below.
+            flag.store(true, Ordering::Release)
+        });
+        // Acquire: the batch's other entries ran before the flag was set.
+        Self::drain(Some(64), &|| done.load(Ordering::Acquire));
+    }
+
+    fn wait_for_pinned_threads() {
+        let done = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&done);
+        Self::defer(&Self::pin(), move || {
+            // Release: pairs with the Acquire load below.
+            flag.store(true, Ordering::Release)
+        });
+        // Acquire: whatever ran before the deferred function is visible after.
+        Self::drain(None, &|| done.load(Ordering::Acquire));
     }
 }
 
@@ -184,9 +296,9 @@ impl<T: Send + Sync + 'static> AtomicBox<T> {
     /// The current value, valid while the guard lives.
     #[inline]
     pub fn load<'g, R: Reclaim>(&'g self, _guard: &'g R::Guard) -> &'g T {
-        // Acquire: pairs with the Release publication, so the value's
-        // initialization is visible.
-        let ptr = self.ptr.load(Ordering::Acquire);
+        // At least Acquire (see `Reclaim::protect`): pairs with the Release
+        // publication, so the value's initialization is visible.
+        let ptr = R::protect(&self.ptr);
         // SAFETY: the pointer is a live box; a replaced box is retired through
         // `R` after the guard's pin, so it outlives `'g`.
         unsafe { &*ptr }

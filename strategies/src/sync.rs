@@ -20,6 +20,8 @@ pub use arm::*;
 #[cfg(not(any(crtc_loom, crtc_shuttle)))]
 mod arm {
     pub use std::sync::Arc;
+    /// One-time process-wide initialization (a global reclaimer's collector).
+    pub use std::sync::OnceLock;
 
     /// Atomics and fences (std in production).
     pub mod atomic {
@@ -227,6 +229,7 @@ macro_rules! checker_locks {
 
         /// Channels of the checker.
         pub mod mpsc {
+            pub use std::sync::mpsc::TryRecvError;
             pub use $krate::sync::mpsc::{channel, Receiver, Sender};
         }
     };
@@ -237,6 +240,10 @@ macro_rules! checker_locks {
 #[cfg(crtc_loom)]
 mod arm {
     pub use loom::sync::Arc;
+    /// One-time process-wide initialization. std's, not modelled: it guards
+    /// process-global harness state (a real reclaimer's collector), never
+    /// state under test.
+    pub use std::sync::OnceLock;
 
     /// Atomics and fences (loom).
     pub mod atomic {
@@ -254,6 +261,10 @@ mod arm {
 #[cfg(crtc_shuttle)]
 mod arm {
     pub use shuttle::sync::Arc;
+    /// One-time process-wide initialization. std's, not modelled: it guards
+    /// process-global harness state (a real reclaimer's collector), never
+    /// state under test.
+    pub use std::sync::OnceLock;
 
     /// Atomics and fences (shuttle).
     pub mod atomic {
@@ -338,7 +349,7 @@ pub mod checker_state {
 /// std atomics in every arm: they record what happened and synchronize
 /// nothing, so the checkers need not see them.
 pub mod stats {
-    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
     /// A statistics counter.
     #[derive(Debug)]
@@ -363,6 +374,41 @@ pub mod stats {
     }
 
     impl Default for StatCounter {
+        fn default() -> Self {
+            Self::new()
+        }
+    }
+
+    /// A statistics gauge: a signed level that goes up and down (bytes or
+    /// objects outstanding).
+    #[derive(Debug)]
+    pub struct StatGauge(AtomicI64);
+
+    impl StatGauge {
+        /// A gauge at zero.
+        pub const fn new() -> Self {
+            Self(AtomicI64::new(0))
+        }
+        /// Raises the level by `n`.
+        #[inline]
+        pub fn add(&self, n: usize) {
+            // Relaxed: statistics only.
+            self.0.fetch_add(n as i64, Ordering::Relaxed);
+        }
+        /// Lowers the level by `n`.
+        #[inline]
+        pub fn sub(&self, n: usize) {
+            // Relaxed: statistics only.
+            self.0.fetch_sub(n as i64, Ordering::Relaxed);
+        }
+        /// The current level (negative only if the books are wrong).
+        pub fn get(&self) -> i64 {
+            // Relaxed: statistics only.
+            self.0.load(Ordering::Relaxed)
+        }
+    }
+
+    impl Default for StatGauge {
         fn default() -> Self {
             Self::new()
         }

@@ -173,3 +173,7 @@ macro_rules! contract {
 contract!(rwlock, crtc_strategies::RwLockGate);
 #[cfg(feature = "seqlock")]
 contract!(seqlock, crtc_strategies::SeqlockGate);
+#[cfg(feature = "epoch")]
+contract!(epoch, crtc_strategies::CrossbeamEpochGate);
+#[cfg(feature = "seize")]
+contract!(seize, crtc_strategies::SeizeEpochGate);

@@ -482,6 +482,7 @@ fn exhausted_slots_fail_closed() {
     let config = crtc::TreeConfig {
         fast_path: FAST,
         slot_capacity: 2,
+        ..crtc::TreeConfig::default()
     };
     let mut f = Fixture::<G>::with_config(config, 1);
     f.apply(0, store(1, &[], &[1, 2]));

@@ -41,7 +41,7 @@ pub mod payload;
 use crate::gate::{append_eligibility, AppendMiss, Commit, ShapeGate, Stale, Version};
 use crate::hash::{BlockPair, ExternalSequenceBlockHash, Slot};
 use crate::reclaim::{DefaultReclaim, Reclaim};
-use crate::shape::{append_demoting, ShapeInit, ShapeRead, ShapeWrite};
+use crate::shape::{append_demoting, ShapeInit, ShapeRead};
 use crate::sync::atomic::{fence, AtomicU64, Ordering};
 use crate::sync::spin_loop;
 use crate::sync::stats::StatCounter;
@@ -110,7 +110,9 @@ impl SeqlockGate {
         self.word.store(unlocked | LOCKS, Ordering::Relaxed);
         // Release: a reader that sees any later payload store and then fences
         // (Acquire) also sees the lock bit or the bumped counter.
-        fence(Ordering::Release);
+        if !mutant!(NoWriterReleaseFence) {
+            fence(Ordering::Release);
+        }
     }
 
     /// Releases the writer lock, bumping the reader counter if structural.
@@ -146,7 +148,9 @@ impl SeqlockGate {
         }
         let result = f(&View::new(&self.payload));
         // Acquire: pairs with a structural writer's Release fence (see above).
-        fence(Ordering::Acquire);
+        if !mutant!(NoReaderAcquireFence) {
+            fence(Ordering::Acquire);
+        }
         // Relaxed: ordered by the fence.
         let after = self.word.load(Ordering::Relaxed);
         (before & !APPEND_LOCK == after & !APPEND_LOCK).then_some(result)
@@ -258,7 +262,7 @@ unsafe impl ShapeGate for SeqlockGate {
         if commit.shape_changed {
             self.bump_plan();
         }
-        self.unlock(unlocked, true);
+        self.unlock(unlocked, !mutant!(SplitWithoutBump));
         Ok(commit.value)
     }
 
@@ -276,13 +280,12 @@ unsafe impl ShapeGate for SeqlockGate {
             return Err(miss);
         }
         let old_len = writer.len();
-        let structural = Self::demotes_another(&writer, slot);
+        let structural =
+            Self::demotes_another(&writer, slot) && !mutant!(DemotingAppendWithoutBump);
         if structural {
             self.begin_structural(unlocked);
-            append_demoting(&mut writer, slot, blocks);
-        } else {
-            writer.push_blocks(blocks);
         }
+        append_demoting(&mut writer, slot, blocks);
         self.bump_plan();
         self.unlock(unlocked, structural);
         Ok(old_len)

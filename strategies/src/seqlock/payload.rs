@@ -511,6 +511,13 @@ impl ShapeWrite for Writer<'_> {
     fn push_blocks(&mut self, blocks: &[BlockPair]) {
         let old_len = self.view.len;
         self.grow_edge(old_len + blocks.len());
+        if mutant!(LenBeforePairs) {
+            // Broken on purpose: the length is published before its pairs.
+            self.view
+                .payload
+                .len
+                .store((old_len + blocks.len()) as u32, Ordering::Release);
+        }
         if let Some(edge) = self.view.edge {
             for (i, pair) in blocks.iter().enumerate() {
                 edge.0.set(2 * (old_len + i), pair.local.0);

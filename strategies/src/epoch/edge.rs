@@ -1,0 +1,249 @@
+//! The epoch gate's edge buffer: append-only atomic pairs below a published
+//! length, shared by consecutive snapshots of one node.
+//!
+//! Protocol. A buffer has a fixed capacity. Pairs at positions below `live`
+//! (the published length) are never written again; a writer holding the
+//! node's lock writes new pairs past `live` (Relaxed) and then publishes them,
+//! either by a Release store of `live` or by the Release publication of a
+//! snapshot whose own length covers them. Readers never read at or past the
+//! length they loaded with Acquire, so they never see a pair being written.
+//! A buffer never shrinks: truncation and growth past the capacity build a
+//! fresh buffer (see `Writer`), and the old one is freed when the last
+//! snapshot holding it is reclaimed.
+//!
+//! Long buffers (capacity above [`INDEX_THRESHOLD`]) carry an insert-only
+//! open-addressing table from external hash to its latest position, sized
+//! so that a full buffer fills at most two thirds of it: it never needs to
+//! grow (a larger buffer gets a larger table). Appends insert before they publish, so a reader holding
+//! length `L` finds every hash at a position below `L`; the table may also
+//! show a newer position at or past `L`, and then the reader scans its own
+//! prefix instead (see `View::position`).
+
+use crate::edge_index::INDEX_THRESHOLD;
+use crate::hash::{BlockPair, ExternalSequenceBlockHash, LocalBlockHash};
+use crate::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use crate::sync::stats::{StatCounter, StatGauge};
+
+/// Edge buffers alive (process-wide, every epoch gate).
+pub static LIVE_BUFFERS: StatGauge = StatGauge::new();
+/// Bytes of replaced buffers not yet freed: a buffer counts from the moment
+/// its node stops using it until the last snapshot holding it is reclaimed.
+pub static RETIRED_BUFFER_BYTES: StatGauge = StatGauge::new();
+/// Edge buffers allocated (process-wide).
+pub static BUFFER_ALLOCATIONS: StatCounter = StatCounter::new();
+
+/// An insert-only table external hash -> latest position + 1 (0 = empty).
+struct IndexTable {
+    keys: Box<[AtomicU64]>,
+    positions: Box<[AtomicU32]>,
+}
+
+fn home(hash: u64, capacity: usize) -> usize {
+    (hash.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize & (capacity - 1)
+}
+
+impl IndexTable {
+    fn with_slots(slots: usize) -> Self {
+        Self {
+            keys: (0..slots).map(|_| AtomicU64::new(0)).collect(),
+            positions: (0..slots).map(|_| AtomicU32::new(0)).collect(),
+        }
+    }
+
+    fn slots(&self) -> usize {
+        self.positions.len()
+    }
+
+    /// Records `pos` as the latest position of `hash`. Writers only (node
+    /// lock held). Position first, key second: a reader that loads the key
+    /// with Acquire also sees the position.
+    fn insert(&self, hash: ExternalSequenceBlockHash, pos: usize) {
+        let slots = self.slots();
+        let mut at = home(hash.0, slots);
+        for _ in 0..slots {
+            // Relaxed: only writers store, and they hold the node's lock.
+            let empty = self.positions[at].load(Ordering::Relaxed) == 0;
+            if empty || self.keys[at].load(Ordering::Relaxed) == hash.0 {
+                // Relaxed: published by the Release key store below.
+                self.positions[at].store(pos as u32 + 1, Ordering::Relaxed);
+                // Release: a reader that loads this key sees the position.
+                self.keys[at].store(hash.0, Ordering::Release);
+                return;
+            }
+            at = (at + 1) & (slots - 1);
+        }
+    }
+
+    /// The latest recorded position of `hash`, possibly past the caller's
+    /// length; the caller validates it.
+    fn find(&self, hash: ExternalSequenceBlockHash) -> Option<usize> {
+        let slots = self.slots();
+        let mut at = home(hash.0, slots);
+        for _ in 0..slots {
+            // Acquire: pairs with the Release key store in `insert`.
+            let key = self.keys[at].load(Ordering::Acquire);
+            // Relaxed: ordered after the key load above.
+            let pos = self.positions[at].load(Ordering::Relaxed);
+            if pos == 0 {
+                return None;
+            }
+            if key == hash.0 {
+                return Some(pos as usize - 1);
+            }
+            at = (at + 1) & (slots - 1);
+        }
+        None
+    }
+}
+
+/// The pairs of one edge, interleaved (local, external), append-only below
+/// `live`.
+pub(super) struct EdgeBuf {
+    words: Box<[AtomicU64]>,
+    live: AtomicUsize,
+    index: Option<IndexTable>,
+    retired: AtomicBool,
+}
+
+impl EdgeBuf {
+    /// A buffer of `capacity` pairs holding `pairs` (published as its
+    /// length). Not shared yet, so the stores need no ordering of their own:
+    /// the snapshot that first holds it publishes it.
+    pub(super) fn with_pairs(capacity: usize, pairs: impl IntoIterator<Item = BlockPair>) -> Self {
+        let capacity = capacity.min(u32::MAX as usize - 1);
+        // At most `capacity` distinct keys fill at most two thirds of it.
+        let index = (capacity > INDEX_THRESHOLD)
+            .then(|| IndexTable::with_slots((capacity + capacity / 2).next_power_of_two()));
+        let buf = Self {
+            words: (0..2 * capacity).map(|_| AtomicU64::new(0)).collect(),
+            live: AtomicUsize::new(0),
+            index,
+            retired: AtomicBool::new(false),
+        };
+        let mut len = 0;
+        for pair in pairs.into_iter().take(capacity) {
+            buf.write(len, pair);
+            len += 1;
+        }
+        // Relaxed: the buffer is private until a snapshot publishes it.
+        buf.live.store(len, Ordering::Relaxed);
+        LIVE_BUFFERS.add(1);
+        BUFFER_ALLOCATIONS.bump();
+        buf
+    }
+
+    /// Pairs the buffer can hold.
+    #[inline]
+    pub(super) fn capacity(&self) -> usize {
+        self.words.len() / 2
+    }
+
+    /// The pair at `pos`; a default pair past the capacity. Callers read only
+    /// below a length they loaded with Acquire.
+    #[inline]
+    pub(super) fn pair(&self, pos: usize) -> BlockPair {
+        match (self.words.get(2 * pos), self.words.get(2 * pos + 1)) {
+            // Relaxed: ordered by the Acquire load of the length or of the
+            // snapshot that covers `pos`.
+            (Some(local), Some(external)) => BlockPair {
+                local: LocalBlockHash(local.load(Ordering::Relaxed)),
+                external: ExternalSequenceBlockHash(external.load(Ordering::Relaxed)),
+            },
+            _ => BlockPair::new(0, 0),
+        }
+    }
+
+    /// Writes `pair` at `pos` (at or past `live`) and indexes it. Writers
+    /// only; nothing is visible until published.
+    pub(super) fn write(&self, pos: usize, pair: BlockPair) {
+        if let (Some(local), Some(external)) =
+            (self.words.get(2 * pos), self.words.get(2 * pos + 1))
+        {
+            // Relaxed: published later by a Release store (module docs).
+            local.store(pair.local.0, Ordering::Relaxed);
+            // Relaxed: as above.
+            external.store(pair.external.0, Ordering::Relaxed);
+            if let Some(index) = &self.index {
+                index.insert(pair.external, pos);
+            }
+        }
+    }
+
+    /// The published length, for readers.
+    #[inline]
+    pub(super) fn live(&self) -> usize {
+        // Acquire: pairs with `publish`, so the pairs below it are visible.
+        self.live.load(Ordering::Acquire)
+    }
+
+    /// The published length, for writers holding the node's lock.
+    pub(super) fn live_locked(&self) -> usize {
+        // Relaxed: only lock holders store it; the lock orders them.
+        self.live.load(Ordering::Relaxed)
+    }
+
+    /// Publishes the pairs below `len`.
+    pub(super) fn publish(&self, len: usize) {
+        // Release: a reader that loads `len` sees the pairs written before.
+        self.live.store(len, Ordering::Release);
+    }
+
+    /// The latest indexed position of `hash` (unvalidated); `Err(())` when
+    /// the buffer keeps no index.
+    #[inline]
+    pub(super) fn find(&self, hash: ExternalSequenceBlockHash) -> Result<Option<usize>, ()> {
+        self.index.as_ref().map(|index| index.find(hash)).ok_or(())
+    }
+
+    /// Heap and inline bytes of the buffer (inside its `Arc`).
+    pub(super) fn bytes(&self) -> usize {
+        std::mem::size_of::<Self>()
+            + 2 * std::mem::size_of::<usize>()
+            + self.words.len() * 8
+            + self.index.as_ref().map_or(0, |i| i.slots() * 12)
+    }
+
+    /// Records that the node no longer uses this buffer: its bytes count as
+    /// retired until the last snapshot holding it is reclaimed.
+    pub(super) fn mark_retired(&self) {
+        // Relaxed: statistics only; the `Arc` orders the drop after it.
+        if !self.retired.swap(true, Ordering::Relaxed) {
+            RETIRED_BUFFER_BYTES.add(self.bytes());
+        }
+    }
+}
+
+impl Drop for EdgeBuf {
+    fn drop(&mut self) {
+        LIVE_BUFFERS.sub(1);
+        // Relaxed: statistics only; the last `Arc` drop synchronizes.
+        if self.retired.load(Ordering::Relaxed) {
+            RETIRED_BUFFER_BYTES.sub(self.bytes());
+        }
+    }
+}
+
+#[cfg(all(test, not(any(crtc_loom, crtc_shuttle))))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_index_keeps_the_latest_position_of_repeats() {
+        let pairs = (0..40u64).map(|i| BlockPair::new(i, i % 7));
+        let buf = EdgeBuf::with_pairs(64, pairs);
+        assert_eq!(buf.live_locked(), 40);
+        for h in 0..7u64 {
+            let last = (0..40u64).rev().find(|i| i % 7 == h).map(|i| i as usize);
+            assert_eq!(buf.find(ExternalSequenceBlockHash(h)), Ok(last));
+        }
+        assert_eq!(buf.find(ExternalSequenceBlockHash(99)), Ok(None));
+        assert_eq!(buf.pair(200), BlockPair::new(0, 0));
+    }
+
+    #[test]
+    fn short_buffers_keep_no_index() {
+        let buf = EdgeBuf::with_pairs(4, [BlockPair::new(1, 1)]);
+        assert_eq!(buf.find(ExternalSequenceBlockHash(1)), Err(()));
+        assert_eq!(buf.capacity(), 4);
+    }
+}

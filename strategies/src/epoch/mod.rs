@@ -1,0 +1,439 @@
+//! `EpochGate<R>`: RCU snapshots read under a reclaimer pin, with in-place
+//! decode appends into a shared append-only edge buffer.
+//!
+//! # Protocol
+//!
+//! A node's shape is an immutable snapshot (coverage, flags, edge length, a
+//! shared handle to the edge buffer) behind one atomic pointer. Besides it
+//! the gate keeps a writer mutex, a plan counter, and an exclusive-section
+//! word `seq` (odd while an exclusive section runs).
+//!
+//! * **Readers** (`read`, `plan`) pin `R` (nested inside the tree's per-walk
+//!   pin: a thread-local count bump for crossbeam and seize), load the
+//!   snapshot with [`Reclaim::protect`] (Acquire, SeqCst for seize), choose a
+//!   length (below), and run the closure on that view. They take no lock,
+//!   write nothing shared, and never loop. The one exception is an overlap
+//!   with an exclusive section of the same node, detected by `seq` (below):
+//!   then the closure runs once more under the writer mutex, waiting for at
+//!   most that one section.
+//! * **Writers** serialize on the mutex. A section drafts its changes
+//!   ([`Writer`]): coverage and flags in a private copy, pairs in place past
+//!   the buffer's published length (or in a fresh buffer when they do not
+//!   fit, or after a truncation). At the end, a coverage, flag or buffer
+//!   change publishes a new snapshot with one Release store and retires the
+//!   old one through `R`; a pure append publishes only the buffer's length
+//!   (Release), with no allocation and no retire.
+//! * **Plans** carry the plan counter, bumped (Release, after the section's
+//!   publications) by every shape change and every successful fast-path
+//!   append, pure or not; a plan loads it (Acquire) before its view, and
+//!   commits compare it under the mutex.
+//!
+//! # Which length a reader uses (the overcount argument)
+//!
+//! Consecutive snapshots share one buffer, and pure appends grow it while a
+//! snapshot stays current. A reader holding an *older* snapshot in which
+//! some rank B was still full must never use blocks appended after B was
+//! demoted (or cut) — that would credit B with blocks it never held. So a
+//! snapshot's own `len` is the only length its readers may trust, except
+//! that a reader may follow the buffer's live length `L > len` if the
+//! snapshot is *still current after `L` was read*: it loads `L` (Acquire),
+//! then re-loads the gate's pointer, and uses `L` only if it is unchanged.
+//!
+//! Why that is sound: writers store the live length only under the mutex,
+//! and a section that replaces the snapshot stores the new pointer *before*
+//! it stores a new length (a demoting append publishes its snapshot first,
+//! then `L`; growth and truncation move to a fresh buffer whose length is
+//! set before its snapshot is published). If the `L` a reader read was
+//! stored after snapshot `S` had been replaced, that replacement happens
+//! before the store of `L` (same section, or an earlier one through the
+//! mutex), which the reader's Acquire load synchronizes with; by coherence
+//! its re-load then cannot return `S` (a retired snapshot is never
+//! republished, and its address is not reused while the reader is pinned).
+//! So when the re-load returns `S`, every append up to `L` ran while `S` was
+//! current, and appends that leave the snapshot current are pure: the
+//! appender was `S`'s only full slot and no coverage changed, so `(S, L)`
+//! is a state the node was in. Otherwise the reader uses `S.len`, the state
+//! when `S` was published. Pairs below any published length are never
+//! rewritten (truncation and growth build fresh buffers), so either view
+//! reads stable pairs.
+//!
+//! # Why exclusive sections still have a word readers check
+//!
+//! Children belong to the tree and are published separately from the
+//! snapshot, but a reader's closure reads both (`find_matches` looks up the
+//! next child; a plan looks up the child to descend into). After a split,
+//! the old, longer edge combined with the new child map (suffix and tail
+//! children, keyed for the shorter edge) is a state the node never had, and
+//! with repeated local hashes it can credit blocks nobody holds. No ordering
+//! of two independent publications lets a lock-free reader read both
+//! atomically, so exclusive sections (the only ones that may change the
+//! child map in ways an old snapshot disagrees with: split, first child,
+//! children clear) open by making `seq` odd and issuing a Release fence, and
+//! close with an even `seq` (Release). A reader loads `seq` (Acquire), runs
+//! the closure, fences (Acquire) and re-loads `seq`: if any store of the
+//! section was visible to the closure, the fences synchronize and the
+//! re-load sees the change. Shared sections (child inserts under an internal
+//! node, coverage raises) and fast-path appends do not touch `seq`: a child
+//! added under an unchanged edge, or coverage that only grows, is consistent
+//! with any snapshot a reader holds. Decode storms therefore never send
+//! readers to the mutex.
+//!
+//! # Memory
+//!
+//! Every replaced snapshot is retired through `R` after it is unlinked and
+//! freed once every reader pinned before has left. Buffers are held by the
+//! snapshots (`Arc`): a replaced buffer is freed when the last retired
+//! snapshot holding it is reclaimed, so it outlives every reader that could
+//! reach it without a second retire. Readers never touch reference counts.
+//! [`retired_bytes`] reports what is retired and not yet freed.
+
+mod edge;
+mod snapshot;
+mod writer;
+
+pub use edge::{BUFFER_ALLOCATIONS, LIVE_BUFFERS, RETIRED_BUFFER_BYTES};
+pub use snapshot::{View, LIVE_SNAPSHOTS, SNAPSHOT_ALLOCATIONS};
+pub use writer::Writer;
+
+use crate::gate::{append_eligibility, AppendMiss, Commit, ShapeGate, Stale, Version};
+use crate::hash::{BlockPair, ExternalSequenceBlockHash, Slot};
+use crate::reclaim::{DefaultReclaim, Reclaim};
+use crate::shape::{append_demoting, ShapeInit, ShapeRead, ShapeWrite};
+use crate::sync::atomic::{fence, AtomicPtr, AtomicU64, Ordering};
+use crate::sync::stats::{StatCounter, StatGauge};
+use crate::sync::{Mutex, MutexGuard};
+use snapshot::Snapshot;
+use std::marker::PhantomData;
+use writer::Publish;
+
+/// Bytes of replaced snapshots not yet freed (process-wide).
+pub static RETIRED_SNAPSHOT_BYTES: StatGauge = StatGauge::new();
+/// Fast-path and general appends published by a length store alone.
+pub static IN_PLACE_APPENDS: StatCounter = StatCounter::new();
+/// Reads that overlapped an exclusive section and re-ran under the mutex.
+pub static READ_FALLBACKS: StatCounter = StatCounter::new();
+
+/// Bytes retired through the reclaimer and not yet freed, snapshots and
+/// buffers, across every epoch gate of the process.
+pub fn retired_bytes() -> i64 {
+    RETIRED_SNAPSHOT_BYTES.get() + RETIRED_BUFFER_BYTES.get()
+}
+
+/// The epoch / RCU strategy over reclaimer `R`.
+pub struct EpochGate<R: Reclaim> {
+    snap: AtomicPtr<Snapshot>,
+    seq: AtomicU64,
+    plan: AtomicU64,
+    lock: Mutex<()>,
+    reclaim: PhantomData<fn() -> R>,
+}
+
+/// The epoch gate over the build's default reclaimer (crossbeam-epoch, or
+/// the checker reclaimer under loom and shuttle).
+pub type DefaultEpochGate = EpochGate<DefaultReclaim>;
+
+/// The epoch gate over crossbeam-epoch (the suites' and benches' name).
+pub type CrossbeamEpochGate = EpochGate<crate::reclaim::EpochReclaim>;
+
+/// The epoch gate over seize.
+#[cfg(feature = "seize")]
+pub type SeizeEpochGate = EpochGate<crate::reclaim::SeizeReclaim>;
+
+impl<R: Reclaim> std::fmt::Debug for EpochGate<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Relaxed: diagnostics only.
+        f.debug_struct("EpochGate")
+            .field("reclaim", &R::NAME)
+            .field("seq", &self.seq.load(Ordering::Relaxed))
+            .field("plan", &self.plan.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+/// A replaced snapshot on its way through the reclaimer.
+struct Retired {
+    snap: *mut Snapshot,
+    bytes: usize,
+}
+
+// SAFETY: the pointer is the unique owner of a `Box<Snapshot>` (unlinked
+// before it was retired), and `Snapshot` is `Send`.
+unsafe impl Send for Retired {}
+
+impl Retired {
+    fn free(self) {
+        RETIRED_SNAPSHOT_BYTES.sub(self.bytes);
+        // SAFETY: from `Box::into_raw`; unlinked under the mutex before it
+        // was retired, and the reclaimer runs this once, after every reader
+        // that could have loaded it has unpinned.
+        drop(unsafe { Box::from_raw(self.snap) });
+    }
+}
+
+/// Makes `seq` even again when an exclusive section ends, even by unwinding.
+struct Exclusive<'a> {
+    seq: &'a AtomicU64,
+    opened: u64,
+}
+
+impl<'a> Exclusive<'a> {
+    fn open(seq: &'a AtomicU64) -> Self {
+        // Relaxed: only mutex holders store `seq`.
+        let opened = seq.load(Ordering::Relaxed);
+        // Relaxed: ordered before the section's stores by the fence below.
+        seq.store(opened + 1, Ordering::Relaxed);
+        // Release: a reader whose closure sees any later store of this
+        // section, and then fences (Acquire), sees the odd value too.
+        fence(Ordering::Release);
+        Self { seq, opened }
+    }
+}
+
+impl Drop for Exclusive<'_> {
+    fn drop(&mut self) {
+        // Release: a reader that loads the even value sees the section's stores.
+        self.seq.store(self.opened + 2, Ordering::Release);
+    }
+}
+
+impl<R: Reclaim> EpochGate<R> {
+    /// The current snapshot, valid while `guard` lives.
+    #[inline]
+    fn current<'g>(&'g self, _guard: &'g R::Guard) -> &'g Snapshot {
+        let ptr = R::protect(&self.snap);
+        // SAFETY: the pointer is always a live snapshot; a replaced one is
+        // retired through `R` after it is unlinked, so it outlives `_guard`.
+        unsafe { &*ptr }
+    }
+
+    /// The current snapshot for the mutex holder.
+    fn locked<'l>(&'l self, _lock: &'l MutexGuard<'_, ()>) -> &'l Snapshot {
+        // Relaxed: only mutex holders store the pointer; the mutex orders them.
+        let ptr = self.snap.load(Ordering::Relaxed);
+        // SAFETY: only the mutex holder replaces and retires the snapshot,
+        // and it retires it last, in `publish`, after its final use.
+        unsafe { &*ptr }
+    }
+
+    /// The length a reader of `snap` may use (module docs).
+    #[inline]
+    fn reader_len(&self, snap: &Snapshot) -> usize {
+        let live = snap.edge.live();
+        // Relaxed: a comparison only; the Acquire load of `live` orders it,
+        // and coherence makes a replaced snapshot fail it (module docs).
+        if live > snap.len && std::ptr::eq(self.snap.load(Ordering::Relaxed), snap) {
+            live
+        } else {
+            snap.len
+        }
+    }
+
+    /// Runs `f` on a consistent view: lock-free unless an exclusive section
+    /// overlapped, then once more under the mutex.
+    fn validated<T>(&self, mut f: impl FnMut(&View<'_>) -> T) -> T {
+        let guard = R::pin();
+        // Acquire: pairs with the Release store that closes a section.
+        let seq = self.seq.load(Ordering::Acquire);
+        if seq & 1 == 0 {
+            let snap = self.current(&guard);
+            let result = f(&View::new(&snap.edge, self.reader_len(snap), &snap.cover));
+            // Acquire: pairs with the Release fence that opens a section.
+            fence(Ordering::Acquire);
+            // Relaxed: ordered by the fence above.
+            if self.seq.load(Ordering::Relaxed) == seq {
+                return result;
+            }
+        }
+        READ_FALLBACKS.bump();
+        let lock = self.lock.lock();
+        let snap = self.locked(&lock);
+        let len = snap.edge.live_locked().max(snap.len);
+        f(&View::new(&snap.edge, len, &snap.cover))
+    }
+
+    fn plan_matches(&self, version: Option<Version>) -> bool {
+        // Relaxed: the caller holds the mutex, which orders every bump.
+        version.is_none_or(|v| self.plan.load(Ordering::Relaxed) == v.0)
+    }
+
+    fn bump_plan(&self) {
+        // Relaxed load: mutex holders only. Release store: a plan that sees
+        // the new value sees the section's publications.
+        let next = self.plan.load(Ordering::Relaxed) + 1;
+        self.plan.store(next, Ordering::Release);
+    }
+
+    /// Publishes what a finished writer drafted, in the order the module
+    /// docs require: snapshot pointer, then the shared buffer's length. Only
+    /// a replaced snapshot needs a pin (to retire it); `cur` is not used
+    /// after this call.
+    fn publish(&self, cur: &Snapshot, publish: Publish) {
+        match publish {
+            Publish::Nothing => {}
+            Publish::Length(len) => {
+                IN_PLACE_APPENDS.bump();
+                cur.edge.publish(len);
+            }
+            Publish::Snapshot {
+                next,
+                length,
+                replaced_buffer,
+            } => {
+                // Release: a reader that loads the new snapshot sees its
+                // coverage and every pair below its length.
+                self.snap.store(Box::into_raw(next), Ordering::Release);
+                if replaced_buffer {
+                    cur.edge.mark_retired();
+                }
+                if let Some(len) = length {
+                    IN_PLACE_APPENDS.bump();
+                    cur.edge.publish(len);
+                }
+                let old = Retired {
+                    snap: cur as *const Snapshot as *mut Snapshot,
+                    bytes: cur.bytes(),
+                };
+                RETIRED_SNAPSHOT_BYTES.add(old.bytes);
+                R::defer(&R::pin(), move || old.free());
+            }
+        }
+    }
+
+    /// A writer section: validate, draft with `f`, publish, bump the plan
+    /// counter if `f` reports a shape change.
+    fn write<T>(
+        &self,
+        version: Option<Version>,
+        exclusive: bool,
+        f: impl FnOnce(&mut Writer<'_>) -> (T, bool),
+    ) -> Result<T, Stale> {
+        let lock = self.lock.lock();
+        if !self.plan_matches(version) {
+            return Err(Stale);
+        }
+        let _section = exclusive.then(|| Exclusive::open(&self.seq));
+        let cur = self.locked(&lock);
+        let mut writer = Writer::new(cur);
+        let (value, shape_changed) = f(&mut writer);
+        self.publish(cur, writer.finish());
+        if shape_changed {
+            self.bump_plan();
+        }
+        Ok(value)
+    }
+
+    fn demotes_another(shape: &impl ShapeRead, slot: Slot) -> bool {
+        (0..shape.full_word_count()).any(|i| {
+            let mine = if i == slot.index() / 64 {
+                1u64 << (slot.index() % 64)
+            } else {
+                0
+            };
+            shape.full_word(i) & !mine != 0
+        })
+    }
+}
+
+// SAFETY: (1) every section but `read`/`plan` holds the mutex; `read` and
+// `plan` run lock-free only when no exclusive section overlapped them
+// (`seq`), else under the mutex. (2) the plan counter is compared under the
+// mutex and only grows. (3) every reported shape change and every successful
+// fast-path append bumps it. (4) a view is one immutable snapshot with a
+// length that state had (module docs), or is read under the mutex.
+// (5) snapshots are retired through `R` after they are unlinked; buffers
+// die with the last snapshot holding them.
+unsafe impl<R: Reclaim> ShapeGate for EpochGate<R> {
+    const NAME: &'static str = "epoch";
+    type View<'a> = View<'a>;
+    type Writer<'a> = Writer<'a>;
+    type Reclaim = R;
+
+    fn new(init: ShapeInit) -> Self {
+        let snap = Box::new(Snapshot::from_init(init));
+        Self {
+            snap: AtomicPtr::new(Box::into_raw(snap)),
+            seq: AtomicU64::new(0),
+            plan: AtomicU64::new(0),
+            lock: Mutex::new(()),
+            reclaim: PhantomData,
+        }
+    }
+
+    #[inline]
+    fn read<T>(&self, f: impl FnMut(&View<'_>) -> T) -> T {
+        self.validated(f)
+    }
+
+    fn plan<T>(&self, f: impl FnMut(&View<'_>) -> T) -> (T, Version) {
+        // Acquire: a plan that sees a version sees the state it covers.
+        let version = Version(self.plan.load(Ordering::Acquire));
+        (self.validated(f), version)
+    }
+
+    fn shared<T>(&self, version: Option<Version>, f: impl FnOnce() -> T) -> Result<T, Stale> {
+        let _lock = self.lock.lock();
+        self.plan_matches(version).then(f).ok_or(Stale)
+    }
+
+    fn shared_commit<T>(
+        &self,
+        version: Option<Version>,
+        f: impl FnOnce(&mut Writer<'_>) -> T,
+    ) -> Result<T, Stale> {
+        self.write(version, false, |w| (f(w), false))
+    }
+
+    fn exclusive_commit<T>(
+        &self,
+        version: Option<Version>,
+        f: impl FnOnce(&mut Writer<'_>) -> Commit<T>,
+    ) -> Result<T, Stale> {
+        self.write(version, true, |w| {
+            let commit = f(w);
+            (commit.value, commit.shape_changed)
+        })
+    }
+
+    fn try_append_at_tail(
+        &self,
+        slot: Slot,
+        parent: ExternalSequenceBlockHash,
+        blocks: &[BlockPair],
+    ) -> Result<usize, AppendMiss> {
+        let lock = self.lock.lock();
+        let cur = self.locked(&lock);
+        let mut writer = Writer::new(cur);
+        append_eligibility(&writer, slot, parent, blocks)?;
+        let old_len = writer.len();
+        if Self::demotes_another(&writer, slot) {
+            append_demoting(&mut writer, slot, blocks);
+        } else {
+            writer.push_blocks(blocks);
+        }
+        self.publish(cur, writer.finish());
+        self.bump_plan();
+        Ok(old_len)
+    }
+
+    fn footprint(&self) -> usize {
+        let guard = R::pin();
+        let snap = self.current(&guard);
+        std::mem::size_of::<Self>() + snap.bytes() + snap.edge.bytes()
+    }
+}
+
+impl<R: Reclaim> Drop for EpochGate<R> {
+    fn drop(&mut self) {
+        // Relaxed: `&mut self` proves no other thread uses the gate.
+        let ptr = self.snap.load(Ordering::Relaxed);
+        // SAFETY: the current snapshot is owned by the gate alone (replaced
+        // ones were retired), and a dropped node is unreachable by readers.
+        let snap = unsafe { Box::from_raw(ptr) };
+        // The buffer may outlive the gate in retired snapshots; count it as
+        // retired until the last of them is reclaimed.
+        snap.edge.mark_retired();
+    }
+}
+
+#[cfg(all(test, not(any(crtc_loom, crtc_shuttle))))]
+mod tests;

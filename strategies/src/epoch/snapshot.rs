@@ -1,0 +1,187 @@
+//! Snapshots: a node's shape as one immutable value, and the view readers get.
+//!
+//! A [`Snapshot`] holds the node's coverage (full bits, cutoffs, flags) as
+//! plain data, immutable once published, plus a shared handle to the edge
+//! buffer and the edge length at the time it was built. The buffer may grow
+//! past that length while the snapshot is current (pure appends); the gate
+//! decides which length a reader may use (see the module docs of `epoch`),
+//! and a [`View`] reads exactly that many pairs.
+//!
+//! Every accessor is total: positions past the view's length read as default
+//! pairs, and nothing panics whatever the stored values are.
+
+use super::edge::EdgeBuf;
+use crate::bits::SlotBits;
+use crate::hash::{BlockPair, ExternalSequenceBlockHash, Slot};
+use crate::shape::{ShapeInit, ShapeRead};
+use crate::sync::stats::{StatCounter, StatGauge};
+use crate::sync::Arc;
+
+/// Snapshots alive (process-wide, every epoch gate).
+pub static LIVE_SNAPSHOTS: StatGauge = StatGauge::new();
+/// Snapshots built (process-wide): every publication of a coverage, flag or
+/// buffer change, plus one per node.
+pub static SNAPSHOT_ALLOCATIONS: StatCounter = StatCounter::new();
+
+/// Who covers the edge, and the node's flags. Plain data.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(super) struct Coverage {
+    pub(super) full: SlotBits,
+    /// Sorted by slot; each `0 < k < len`.
+    pub(super) cutoffs: Vec<(Slot, u32)>,
+    pub(super) internal: bool,
+    pub(super) anchor: bool,
+}
+
+impl Coverage {
+    fn cutoff(&self, slot: Slot) -> Option<u32> {
+        self.cutoffs
+            .binary_search_by_key(&slot, |&(s, _)| s)
+            .ok()
+            .map(|i| self.cutoffs[i].1)
+    }
+
+    fn bytes(&self) -> usize {
+        (self.full.word_count().saturating_sub(4)) * 8
+            + self.cutoffs.capacity() * std::mem::size_of::<(Slot, u32)>()
+    }
+}
+
+/// One published state of a node's shape.
+pub(super) struct Snapshot {
+    pub(super) edge: Arc<EdgeBuf>,
+    /// The edge length when the snapshot was built.
+    pub(super) len: usize,
+    pub(super) cover: Coverage,
+}
+
+impl Snapshot {
+    pub(super) fn new(edge: Arc<EdgeBuf>, len: usize, cover: Coverage) -> Self {
+        LIVE_SNAPSHOTS.add(1);
+        SNAPSHOT_ALLOCATIONS.bump();
+        Self { edge, len, cover }
+    }
+
+    /// The first snapshot of a node, with a buffer of exactly its edge.
+    pub(super) fn from_init(init: ShapeInit) -> Self {
+        let len = init.edge.len();
+        let edge = Arc::new(EdgeBuf::with_pairs(len, init.edge));
+        let cover = Coverage {
+            full: init.full,
+            cutoffs: init.cutoffs,
+            internal: init.internal,
+            anchor: init.anchor,
+        };
+        Self::new(edge, len, cover)
+    }
+
+    /// Bytes of the snapshot itself (the buffer is counted on its own).
+    pub(super) fn bytes(&self) -> usize {
+        std::mem::size_of::<Self>() + self.cover.bytes()
+    }
+}
+
+impl Drop for Snapshot {
+    fn drop(&mut self) {
+        LIVE_SNAPSHOTS.sub(1);
+    }
+}
+
+/// A node's shape as a reader or a writer sees it: an edge buffer read up to
+/// `len`, and a coverage.
+pub struct View<'a> {
+    edge: &'a EdgeBuf,
+    len: usize,
+    cover: &'a Coverage,
+}
+
+impl std::fmt::Debug for View<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("View")
+            .field("len", &self.len)
+            .field("cover", self.cover)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> View<'a> {
+    /// A view of `edge[..len]` (clamped to the capacity) with `cover`.
+    pub(super) fn new(edge: &'a EdgeBuf, len: usize, cover: &'a Coverage) -> Self {
+        Self {
+            edge,
+            len: len.min(edge.capacity()),
+            cover,
+        }
+    }
+
+    fn scan(&self, hash: ExternalSequenceBlockHash) -> Option<usize> {
+        (0..self.len)
+            .rev()
+            .find(|&p| self.edge.pair(p).external == hash)
+    }
+}
+
+impl ShapeRead for View<'_> {
+    #[inline]
+    fn len(&self) -> usize {
+        self.len
+    }
+    #[inline]
+    fn pair(&self, pos: usize) -> BlockPair {
+        if pos < self.len {
+            self.edge.pair(pos)
+        } else {
+            BlockPair::new(0, 0)
+        }
+    }
+    fn position(&self, hash: ExternalSequenceBlockHash) -> Option<usize> {
+        match self.edge.find(hash) {
+            // No index: a short edge, scanned from the tail.
+            Err(()) => self.scan(hash),
+            // Every hash below `len` was indexed before `len` was published.
+            Ok(None) => None,
+            Ok(Some(pos)) if pos < self.len && self.edge.pair(pos).external == hash => Some(pos),
+            // The table shows a newer copy past this view: scan our prefix.
+            Ok(Some(_)) => self.scan(hash),
+        }
+    }
+    fn position_near(&self, hash: ExternalSequenceBlockHash, near: usize) -> Option<usize> {
+        [near.checked_add(1), near.checked_sub(1)]
+            .into_iter()
+            .flatten()
+            .find(|&p| p < self.len && self.edge.pair(p).external == hash)
+            .or_else(|| self.position(hash))
+    }
+    #[inline]
+    fn is_internal(&self) -> bool {
+        self.cover.internal
+    }
+    #[inline]
+    fn is_anchor(&self) -> bool {
+        self.cover.anchor
+    }
+    #[inline]
+    fn is_full(&self, slot: Slot) -> bool {
+        self.cover.full.contains(slot)
+    }
+    fn cutoff(&self, slot: Slot) -> Option<u32> {
+        self.cover.cutoff(slot)
+    }
+    #[inline]
+    fn full_word(&self, index: usize) -> u64 {
+        self.cover.full.word(index)
+    }
+    #[inline]
+    fn full_word_count(&self) -> usize {
+        self.cover.full.word_count()
+    }
+    fn for_each_cutoff(&self, mut f: impl FnMut(Slot, u32)) {
+        self.cover.cutoffs.iter().for_each(|&(slot, k)| f(slot, k));
+    }
+    fn has_full(&self) -> bool {
+        !self.cover.full.is_empty()
+    }
+    fn has_cutoffs(&self) -> bool {
+        !self.cover.cutoffs.is_empty()
+    }
+}
