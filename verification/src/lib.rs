@@ -24,6 +24,8 @@
 pub mod backends;
 pub mod catalog;
 pub mod harness;
+#[cfg(any(crtc_loom, crtc_shuttle))]
+pub mod models;
 pub mod queries;
 pub mod rng;
 pub mod tree_backends;

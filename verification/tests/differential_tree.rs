@@ -160,3 +160,7 @@ macro_rules! differential {
 differential!(rwlock, crtc_strategies::RwLockGate);
 #[cfg(feature = "seqlock")]
 differential!(seqlock, crtc_strategies::SeqlockGate);
+#[cfg(feature = "epoch")]
+differential!(epoch, crtc_strategies::CrossbeamEpochGate);
+#[cfg(feature = "seize")]
+differential!(seize, crtc_strategies::SeizeEpochGate);

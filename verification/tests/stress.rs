@@ -251,3 +251,7 @@ macro_rules! stress {
 stress!(rwlock, crtc_strategies::RwLockGate);
 #[cfg(feature = "seqlock")]
 stress!(seqlock, crtc_strategies::SeqlockGate);
+#[cfg(feature = "epoch")]
+stress!(epoch, crtc_strategies::CrossbeamEpochGate);
+#[cfg(feature = "seize")]
+stress!(seize, crtc_strategies::SeizeEpochGate);
