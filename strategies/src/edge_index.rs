@@ -3,8 +3,10 @@
 //! Edges only grow at the tail and are cut only by splits, so positions never
 //! move. Short edges (at most [`INDEX_THRESHOLD`] blocks) keep no table: a
 //! lookup scans from the tail, so the last copy of a repeated hash wins. Longer
-//! edges keep a hash map from external hash to its last position; appends
-//! insert the new positions, and a split rebuilds the (prefix) table, which is
+//! edges keep a hash map from external hash to its last position for a
+//! prefix `[0, indexed)`; the unindexed tail (fewer than [`TAIL_BATCH`]
+//! positions) is scanned first, newest to oldest, so a decode append costs no
+//! hashing until a batch is full. A split rebuilds the (prefix) table, which is
 //! cheap next to the split itself and keeps repeated hashes exact.
 
 use crate::hash::{BlockPair, ExternalSequenceBlockHash};
@@ -13,10 +15,14 @@ use rustc_hash::FxHashMap;
 /// Edges longer than this keep a position table.
 pub const INDEX_THRESHOLD: usize = 16;
 
+/// Appended positions are indexed in batches of this many.
+pub const TAIL_BATCH: usize = 32;
+
 /// The position table of one edge (empty for short edges).
 #[derive(Clone, Debug, Default)]
 pub struct EdgeIndex {
     table: Option<FxHashMap<ExternalSequenceBlockHash, u32>>,
+    indexed: usize,
 }
 
 impl EdgeIndex {
@@ -29,22 +35,25 @@ impl EdgeIndex {
 
     fn rebuild(&mut self, edge: &[BlockPair]) {
         self.table = (edge.len() > INDEX_THRESHOLD).then(|| {
-            let mut table = FxHashMap::with_capacity_and_hasher(edge.len(), Default::default());
+            let mut table = FxHashMap::with_capacity_and_hasher(2 * edge.len(), Default::default());
             for (pos, pair) in edge.iter().enumerate() {
                 table.insert(pair.external, pos as u32);
             }
             table
         });
+        self.indexed = if self.table.is_some() { edge.len() } else { 0 };
     }
 
-    /// Records that `edge` grew from `old_len` at the tail.
-    pub fn appended(&mut self, edge: &[BlockPair], old_len: usize) {
+    /// Records that `edge` grew at the tail (indexing a full batch at once).
+    pub fn appended(&mut self, edge: &[BlockPair], _old_len: usize) {
         match &mut self.table {
-            Some(table) => {
-                for (pos, pair) in edge.iter().enumerate().skip(old_len) {
+            Some(table) if edge.len() - self.indexed >= TAIL_BATCH => {
+                for (pos, pair) in edge.iter().enumerate().skip(self.indexed) {
                     table.insert(pair.external, pos as u32);
                 }
+                self.indexed = edge.len();
             }
+            Some(_) => {}
             None if edge.len() > INDEX_THRESHOLD => self.rebuild(edge),
             None => {}
         }
@@ -59,10 +68,14 @@ impl EdgeIndex {
 
     /// Last position of `hash` in `edge`.
     pub fn position(&self, edge: &[BlockPair], hash: ExternalSequenceBlockHash) -> Option<usize> {
-        match &self.table {
-            Some(table) => table.get(&hash).map(|&pos| pos as usize),
-            None => edge.iter().rposition(|pair| pair.external == hash),
-        }
+        let Some(table) = &self.table else {
+            return edge.iter().rposition(|pair| pair.external == hash);
+        };
+        let tail = self.indexed.min(edge.len());
+        let recent = edge[tail..].iter().rposition(|pair| pair.external == hash);
+        recent
+            .map(|pos| tail + pos)
+            .or_else(|| table.get(&hash).map(|&pos| pos as usize))
     }
 
     /// Position of `hash`, checking `near + 1` and `near - 1` first (removal

@@ -194,14 +194,29 @@ pub fn cover_prefix(shape: &mut impl ShapeWrite, slot: Slot, k: usize) -> bool {
 /// the blocks are appended and `slot` becomes full.
 pub fn append_demoting(shape: &mut impl ShapeWrite, slot: Slot, blocks: &[BlockPair]) {
     let old_len = shape.len() as u32;
-    for other in shape.full_slots() {
-        if other != slot {
-            shape.set_cutoff(other, old_len);
-            shape.remove_full(other);
+    if has_other_full(shape, slot) {
+        for other in shape.full_slots() {
+            if other != slot {
+                shape.set_cutoff(other, old_len);
+                shape.remove_full(other);
+            }
         }
     }
     shape.push_blocks(blocks);
     promote_full(shape, slot);
+}
+
+/// Whether a slot other than `slot` is full (no allocation: the decode
+/// append asks this on every call, and usually the answer is no).
+pub fn has_other_full(shape: &impl ShapeRead, slot: Slot) -> bool {
+    (0..shape.full_word_count()).any(|index| {
+        let mine = if index == slot.index() / 64 {
+            1u64 << (slot.index() % 64)
+        } else {
+            0
+        };
+        shape.full_word(index) & !mine != 0
+    })
 }
 
 /// Lowers `slot`'s coverage to `edge[0..pos]`. Returns the positions that

@@ -41,7 +41,7 @@ pub mod payload;
 use crate::gate::{append_eligibility, AppendMiss, Commit, ShapeGate, Stale, Version};
 use crate::hash::{BlockPair, ExternalSequenceBlockHash, Slot};
 use crate::reclaim::{DefaultReclaim, Reclaim};
-use crate::shape::{append_demoting, ShapeInit, ShapeRead};
+use crate::shape::{append_demoting, has_other_full, ShapeInit, ShapeRead};
 use crate::sync::atomic::{fence, AtomicU64, Ordering};
 use crate::sync::spin_loop;
 use crate::sync::stats::StatCounter;
@@ -178,17 +178,6 @@ impl SeqlockGate {
         self.unlock(unlocked, false);
         (result, token)
     }
-
-    fn demotes_another(shape: &impl ShapeRead, slot: Slot) -> bool {
-        (0..shape.full_word_count()).any(|i| {
-            let mine = if i == slot.index() / 64 {
-                1u64 << (slot.index() % 64)
-            } else {
-                0
-            };
-            shape.full_word(i) & !mine != 0
-        })
-    }
 }
 
 // SAFETY: (1) every section except `read`/`plan` holds the writer lock
@@ -280,8 +269,7 @@ unsafe impl ShapeGate for SeqlockGate {
             return Err(miss);
         }
         let old_len = writer.len();
-        let structural =
-            Self::demotes_another(&writer, slot) && !mutant!(DemotingAppendWithoutBump);
+        let structural = has_other_full(&writer, slot) && !mutant!(DemotingAppendWithoutBump);
         if structural {
             self.begin_structural(unlocked);
         }
