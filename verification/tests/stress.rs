@@ -148,12 +148,56 @@ fn check_read(
     }
 }
 
+type Streams = Vec<(WorkerWithDpRank, Vec<RouterEvent>)>;
+type Ever = FxHashMap<WorkerWithDpRank, FxHashSet<u64>>;
+
+/// Reads every query in passes until `done`, checking C1 on each read.
+fn spawn_reader<G: ShapeGate>(
+    tree: Arc<Tree<G>>,
+    ever: Arc<Ever>,
+    queries: Arc<Vec<Vec<LocalBlockHash>>>,
+    done: Arc<AtomicBool>,
+) -> thread::JoinHandle<u64> {
+    thread::spawn(move || {
+        let mut reads = 0u64;
+        loop {
+            // Acquire: pairs with the Release store after the writers joined.
+            let last_pass = done.load(Ordering::Acquire);
+            for query in queries.iter() {
+                check_read(query, &tree.find_matches(query, false), &ever);
+                reads += 1;
+            }
+            if last_pass {
+                return reads;
+            }
+        }
+    })
+}
+
+/// One lane thread applying its ranks' events, interleaved step by step.
+fn spawn_writer<G: ShapeGate>(
+    tree: Arc<Tree<G>>,
+    mine: Streams,
+) -> thread::JoinHandle<crtc::Lane<G>> {
+    thread::spawn(move || {
+        let mut lane = tree.new_lane();
+        let longest = mine.iter().map(|(_, e)| e.len()).max().unwrap_or(0);
+        for step in 0..longest {
+            for event in mine.iter().filter_map(|(_, events)| events.get(step)) {
+                tree.apply_event(&mut lane, event)
+                    .expect("strict streams apply");
+            }
+        }
+        lane
+    })
+}
+
 fn run<G: ShapeGate>(fast_path: bool, seed: u64) {
     let tree = Arc::new(Tree::<G>::new(TreeConfig {
         fast_path,
         ..TreeConfig::default()
     }));
-    let streams: Vec<(WorkerWithDpRank, Vec<RouterEvent>)> = (0..LANES * RANKS_PER_LANE)
+    let streams: Streams = (0..LANES * RANKS_PER_LANE)
         .map(|w| {
             let rank = WorkerWithDpRank::new(w, 0);
             (rank, rank_stream(rank, seed * 1000 + w, 400))
@@ -161,46 +205,15 @@ fn run<G: ShapeGate>(fast_path: bool, seed: u64) {
         .collect();
     let (ever, queries) = (Arc::new(ever_stored(&streams)), Arc::new(queries(&streams)));
     let done = Arc::new(AtomicBool::new(false));
-    let reader = {
-        let (tree, ever, queries, done) =
-            (tree.clone(), ever.clone(), queries.clone(), done.clone());
-        thread::spawn(move || {
-            let mut reads = 0u64;
-            loop {
-                // Acquire: pairs with the Release store after the writers joined.
-                let last_pass = done.load(Ordering::Acquire);
-                for query in queries.iter() {
-                    check_read(query, &tree.find_matches(query, false), &ever);
-                    reads += 1;
-                }
-                if last_pass {
-                    break;
-                }
-            }
-            reads
-        })
-    };
-    let writers: Vec<_> = (0..LANES as usize)
+    let reader = spawn_reader(tree.clone(), ever, queries.clone(), done.clone());
+    let writers: Vec<_> = (0..LANES)
         .map(|lane| {
-            let mine: Vec<_> = streams
+            let mine = streams
                 .iter()
-                .filter(|(r, _)| r.worker_id % LANES == lane as u64)
+                .filter(|(r, _)| r.worker_id % LANES == lane)
                 .cloned()
                 .collect();
-            let tree = tree.clone();
-            thread::spawn(move || {
-                let mut lane = tree.new_lane();
-                let longest = mine.iter().map(|(_, e)| e.len()).max().unwrap_or(0);
-                for step in 0..longest {
-                    for (_, events) in &mine {
-                        if let Some(event) = events.get(step) {
-                            tree.apply_event(&mut lane, event)
-                                .expect("strict streams apply");
-                        }
-                    }
-                }
-                lane
-            })
+            spawn_writer(tree.clone(), mine)
         })
         .collect();
     let lanes: Vec<_> = writers
@@ -209,15 +222,13 @@ fn run<G: ShapeGate>(fast_path: bool, seed: u64) {
         .collect();
     // Release: the reader stops after its current pass.
     done.store(true, Ordering::Release);
-    let reads = reader.join().expect("reader");
-    assert!(reads > 0);
+    assert!(reader.join().expect("reader") > 0);
     let mut model = Reference::new();
     streams.iter().flat_map(|(_, e)| e).for_each(|e| {
         model.apply(e);
     });
     for query in queries.iter() {
-        let scores = tree.find_matches(query, false);
-        let wrong = model.check(query, &scores);
+        let wrong = model.check(query, &tree.find_matches(query, false));
         assert!(
             wrong.is_empty(),
             "C2 after join, seed {seed}: {query:?} {wrong:?}"
