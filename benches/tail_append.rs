@@ -1,7 +1,11 @@
 //! Decode tail-append: the fast path against the general planning path.
 //!
 //! Group `tail_append`, ids `<gate>/<path>/batch=<b>/edge=<e>`, for example
-//! `tail_append/rwlock/fast/batch=1/edge=16`. One iteration is one `Stored`
+//! `tail_append/rwlock/fast/batch=1/edge=16`. The gate is
+//! [`ShapeGate::NAME`]; the two epoch gates add their reclaimer
+//! (`epoch-crossbeam-epoch`, `epoch-seize`). Each gate is one line in
+//! `benches()`, behind its feature, so `--features all-strategies` puts every
+//! gate in one report. One iteration is one `Stored`
 //! event of `b` blocks (so the time per iteration is ns/event and the
 //! throughput is blocks/s). `fast` and `general` run the same binary; only
 //! `TreeConfig::fast_path` differs.
@@ -40,7 +44,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use crtc::types::chain::chained;
 use crtc::types::{BlockPair, RouterEvent, WorkerWithDpRank};
 use crtc::{EventOutcome, Lane, Tree, TreeConfig};
-use crtc_strategies::{RwLockGate, ShapeGate};
+use crtc_strategies::{Reclaim, RwLockGate, ShapeGate};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -212,6 +216,15 @@ fn check_case<G: ShapeGate>(case: Case) {
     );
 }
 
+/// The gate's name in benchmark ids: [`ShapeGate::NAME`], plus the
+/// reclaimer for the epoch gates (both are named "epoch").
+fn gate_label<G: ShapeGate>() -> String {
+    match G::NAME {
+        "epoch" => format!("epoch-{}", <G::Reclaim as Reclaim>::NAME),
+        name => name.to_string(),
+    }
+}
+
 /// Every `tail_append` case for the gate `G`.
 fn bench_gate<G: ShapeGate>(c: &mut Criterion) {
     let mut group = c.benchmark_group("tail_append");
@@ -226,7 +239,7 @@ fn bench_gate<G: ShapeGate>(c: &mut Criterion) {
                 check_case::<G>(case);
                 group.throughput(Throughput::Elements(batch as u64));
                 let id = BenchmarkId::new(
-                    format!("{}/{}", G::NAME, case.path()),
+                    format!("{}/{}", gate_label::<G>(), case.path()),
                     format!("batch={batch}/edge={edge}"),
                 );
                 group.bench_function(id, |b| {
@@ -250,8 +263,12 @@ fn bench_gate<G: ShapeGate>(c: &mut Criterion) {
 
 fn benches(c: &mut Criterion) {
     bench_gate::<RwLockGate>(c);
-    // Each further gate adds one line behind its feature, for example:
-    // #[cfg(feature = "seqlock")] bench_gate::<crtc_strategies::SeqLockGate>(c);
+    #[cfg(feature = "seqlock")]
+    bench_gate::<crtc_strategies::SeqlockGate>(c);
+    #[cfg(feature = "epoch")]
+    bench_gate::<crtc_strategies::CrossbeamEpochGate>(c);
+    #[cfg(feature = "seize")]
+    bench_gate::<crtc_strategies::SeizeEpochGate>(c);
 }
 
 criterion_group!(tail_append, benches);

@@ -94,6 +94,25 @@ struct CompareArgs {
     /// Keep-up window, seconds.
     #[arg(long, value_name = "S", default_value_t = compare::DEFAULT_WINDOW.as_secs_f64())]
     window_s: f64,
+    /// Write SVG charts into DIR: throughput per strategy (fast path on and
+    /// off), reader latency, fast/general ratio per gate.
+    #[arg(long, value_name = "DIR")]
+    plots: Option<PathBuf>,
+    /// Also apply the stream serially to upstream's CRTC (dynamo-kv-router
+    /// 1.6.1) and to each of ours, diff every lookup's scores, and let the
+    /// reference model say who deviates (needs `--features upstream`).
+    #[arg(long)]
+    check_upstream: bool,
+    /// Most differences --check-upstream lists.
+    #[arg(long, value_name = "N", default_value_t = compare::DEFAULT_CHECK_LIMIT)]
+    check_limit: usize,
+    /// Write the evaluation files into DIR (e.g. papers/results): markdown
+    /// tables, JSON and charts for the agentx and chat presets and the
+    /// Mooncake trace (--trace, default ../shared/traces/mooncake_synthetic.jsonl;
+    /// skipped with a note when absent), plus targets.md. --workload and
+    /// --events are ignored.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["json", "plots"])]
+    paper: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -144,6 +163,8 @@ fn compare_options(args: &CompareArgs) -> Result<CompareOptions, CompareError> {
         rate: args.rate,
         window: Duration::from_secs_f64(args.window_s),
         progress: std::io::stdout().is_terminal(),
+        check_upstream: args.check_upstream,
+        check_limit: args.check_limit,
         ..args.source.options()
     })
 }
@@ -169,7 +190,35 @@ fn write_file(
     out.flush().map_err(fail)
 }
 
+fn exit_code(failures: &[String]) -> ExitCode {
+    if failures.is_empty() {
+        return ExitCode::SUCCESS;
+    }
+    complain("error: results disagree with the reference model:\n");
+    failures.iter().for_each(|f| complain(&format!("  {f}\n")));
+    ExitCode::from(1)
+}
+
+fn run_paper(args: &CompareArgs, dir: &Path) -> Result<ExitCode, CompareError> {
+    let options = compare_options(args)?;
+    compare::validate(&options)?;
+    let trace = args
+        .source
+        .trace
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(compare::paper::DEFAULT_TRACE));
+    let reports = compare::paper::write_paper(&options, dir, &trace, say)?;
+    let failures: Vec<String> = reports
+        .iter()
+        .flat_map(|(stem, r)| r.failures.iter().map(move |f| format!("{stem}: {f}")))
+        .collect();
+    Ok(exit_code(&failures))
+}
+
 fn run_compare(args: &CompareArgs) -> Result<ExitCode, CompareError> {
+    if let Some(dir) = &args.paper {
+        return run_paper(args, dir);
+    }
     let options = compare_options(args)?;
     let report = compare::run(&options)?;
     say(&report.render());
@@ -177,15 +226,12 @@ fn run_compare(args: &CompareArgs) -> Result<ExitCode, CompareError> {
         write_file(path, |out| writeln!(out, "{}", report.to_json()))?;
         say(&format!("wrote {}\n", path.display()));
     }
-    if report.failures.is_empty() {
-        return Ok(ExitCode::SUCCESS);
+    if let Some(dir) = &args.plots {
+        for path in compare::plots::write_plots(&report, dir, "")? {
+            say(&format!("wrote {}\n", path.display()));
+        }
     }
-    complain("error: results disagree with the reference model:\n");
-    report
-        .failures
-        .iter()
-        .for_each(|f| complain(&format!("  {f}\n")));
-    Ok(ExitCode::from(1))
+    Ok(exit_code(&report.failures))
 }
 
 fn run_gen(args: &GenArgs) -> Result<ExitCode, CompareError> {

@@ -6,12 +6,13 @@
 //! global-lock baseline implements the same trait in
 //! [`super::baseline::GlobalLockIndexer`].
 
-use super::measure::{CpuClock, ThreadCpu};
+use super::measure::{nanos, CpuClock, ThreadCpu};
 use crate::indexer::{Indexer, IndexerConfig};
 use crate::tree::{LaneCounters, TreeConfig};
 use crate::types::{LocalBlockHash, OverlapScores, RouterEvent, WorkerId};
 use crtc_strategies::sync::Arc;
 use crtc_strategies::ShapeGate;
+use std::time::Instant;
 
 /// What a backend did, read after a drain.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -28,10 +29,10 @@ pub struct BackendStats {
     pub cpu_ns: u64,
     /// Where `cpu_ns` was read.
     pub cpu_clock: CpuClock,
-    /// Approximate bytes held by the index's nodes.
-    pub footprint: usize,
-    /// (node, rank) coverage records.
-    pub memberships: usize,
+    /// Approximate bytes held by the index's nodes (`None`: not observable).
+    pub footprint: Option<usize>,
+    /// (node, rank) coverage records (`None`: not observable).
+    pub memberships: Option<usize>,
 }
 
 /// An index under test: lanes apply events, callers read inline.
@@ -44,9 +45,21 @@ pub trait Backend: Send + Sync {
     fn flush(&self);
     /// Scores every rank against `query` on the caller's thread.
     fn find_matches(&self, query: &[LocalBlockHash]) -> OverlapScores;
+    /// Times one lookup on the caller's thread, in nanoseconds: the index's
+    /// own lookup producing its native result, and nothing else (a backend
+    /// whose lookup takes another query type converts it before the clock
+    /// starts).
+    fn timed_lookup(&self, query: &[LocalBlockHash]) -> u64 {
+        let start = Instant::now();
+        let scores = self.find_matches(query);
+        let ns = nanos(start.elapsed());
+        std::hint::black_box(scores);
+        ns
+    }
     /// Events applied or rejected so far (for backlogs).
     fn applied(&self) -> u64;
-    /// Counters, lane CPU time and memory (call after a flush).
+    /// Counters, lane CPU time and memory (call after a flush, outside any
+    /// timed region: a backend may tidy up first, e.g. sweep stale nodes).
     fn stats(&self) -> BackendStats;
 }
 
@@ -56,6 +69,10 @@ pub struct IndexerBackend<G: ShapeGate> {
     counters: Vec<Arc<LaneCounters>>,
     cpu: ThreadCpu,
 }
+
+/// How often [`Backend::stats`] retries a sweep that another one is
+/// running.
+const SWEEP_ATTEMPTS: usize = 100;
 
 /// Name prefix of the indexer's lane threads (set in `Indexer::new`).
 const LANE_THREAD_PREFIX: &str = "crtc-lane-";
@@ -109,6 +126,15 @@ impl<G: ShapeGate> Backend for IndexerBackend<G> {
 
     fn stats(&self) -> BackendStats {
         let (cpu_ns, cpu_clock) = self.cpu.read(LANE_THREAD_PREFIX);
+        // Memory is read after one complete stale-leaf sweep (C8): otherwise
+        // it depends on when the volume/timer trigger last swept, and the
+        // global-lock baseline, which prunes eagerly, would not compare.
+        for _ in 0..SWEEP_ATTEMPTS {
+            if self.indexer.sweep_stale().is_some() {
+                break;
+            }
+            crtc_strategies::sync::thread::sleep(std::time::Duration::from_millis(1));
+        }
         let tree = self.indexer.tree();
         BackendStats {
             applied: self.applied(),
@@ -117,8 +143,8 @@ impl<G: ShapeGate> Backend for IndexerBackend<G> {
             fast_path_hits: Some(self.sum(|c| c.fast_path_hits.get())),
             cpu_ns,
             cpu_clock,
-            footprint: tree.footprint(),
-            memberships: tree.membership_count(),
+            footprint: Some(tree.footprint()),
+            memberships: Some(tree.membership_count()),
         }
     }
 }

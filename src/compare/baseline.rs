@@ -425,8 +425,8 @@ impl Backend for GlobalLockIndexer {
             fast_path_hits: None,
             cpu_ns,
             cpu_clock,
-            footprint: tree.footprint(),
-            memberships: tree.membership_count(),
+            footprint: Some(tree.footprint()),
+            memberships: Some(tree.membership_count()),
         }
     }
 }

@@ -33,6 +33,8 @@ pub struct CapacityRun {
     pub elapsed: Duration,
     /// Every kept read timing (ns), unsorted.
     pub reads: Vec<u64>,
+    /// Lookups the readers completed during the run (kept or not).
+    pub lookups: u64,
     /// The backend's counters after the drain.
     pub stats: BackendStats,
 }
@@ -43,10 +45,10 @@ fn read_loop(
     first: usize,
     start: Instant,
     stop: Arc<AtomicBool>,
-) -> Vec<u64> {
+) -> (Vec<u64>, u64) {
     let mut samples = Vec::new();
     if queries.is_empty() {
-        return samples;
+        return (samples, 0);
     }
     sleep_until(start);
     // Reads start with the first applied event, not against the empty tree
@@ -67,7 +69,7 @@ fn read_loop(
         taken += 1;
         next = (next + 1) % queries.len();
     }
-    samples
+    (samples, taken as u64)
 }
 
 /// Runs the capacity mode of `plan` on `backend` with `readers` reader
@@ -115,12 +117,61 @@ pub fn run(
     let elapsed = begin.elapsed();
     // Release: the readers' Acquire load ends their loops.
     stop.store(true, Ordering::Release);
-    let reads = join_all(handles)?;
+    let (mut reads, mut lookups) = (Vec::new(), 0);
+    for handle in handles {
+        let (samples, taken) = handle
+            .join()
+            .map_err(|_| "a reader thread panicked".to_owned())?;
+        reads.extend(samples);
+        lookups += taken;
+    }
     progress.set_position(progress.length().unwrap_or(0));
     let stats = backend.stats();
     Ok(CapacityRun {
         elapsed,
         reads,
+        lookups,
         stats,
     })
+}
+
+/// Fewest lookups of a read-only pass (at least one pass over the lookups).
+pub const READ_ONLY_MIN: u64 = 20_000;
+/// Most lookups of a read-only pass.
+pub const READ_ONLY_MAX: u64 = 2_000_000;
+
+/// The read-only reference for a capacity run: `readers` threads loop
+/// `find_matches` over the same lookups, from the same staggered positions,
+/// on the drained final tree with no writer running. Together they take
+/// `lookups` timings, clamped to at least one pass and [`READ_ONLY_MIN`]
+/// and at most [`READ_ONLY_MAX`]. Returns the timings (ns), unsorted; empty
+/// when there are no readers or no lookups.
+pub fn read_only(
+    backend: &Arc<dyn Backend>,
+    plan: &Plan,
+    readers: usize,
+    lookups: u64,
+) -> Result<Vec<u64>, String> {
+    let queries = &plan.queries;
+    if readers == 0 || queries.is_empty() {
+        return Ok(Vec::new());
+    }
+    let total = lookups
+        .max(queries.len() as u64)
+        .clamp(READ_ONLY_MIN, READ_ONLY_MAX);
+    let each = total.div_ceil(readers as u64) as usize;
+    let start = Instant::now() + START_DELAY;
+    let handles = (0..readers)
+        .map(|k| {
+            let (backend, queries) = (Arc::clone(backend), Arc::clone(queries));
+            let first = k * queries.len() / readers;
+            spawn(format!("crtc-reader-{k}"), move || {
+                sleep_until(start);
+                (0..each)
+                    .map(|i| timed_lookup(&*backend, &queries[(first + i) % queries.len()]))
+                    .collect::<Vec<u64>>()
+            })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    join_all(handles)
 }

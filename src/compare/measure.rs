@@ -141,17 +141,33 @@ impl ThreadCpu {
     /// whose name starts with `prefix`, or the process CPU time since then
     /// when no such thread can be read.
     pub fn read(&self, prefix: &str) -> (u64, CpuClock) {
-        let lanes: Vec<u64> = task_ids()
-            .unwrap_or_default()
+        let lanes: Vec<u64> = self
+            .spawned()
             .into_iter()
-            .filter(|tid| !self.before.contains(tid))
             .filter(|tid| {
                 fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
                     .is_ok_and(|name| name.starts_with(prefix))
             })
             .collect();
-        let readings: Option<Vec<(u64, CpuClock)>> =
-            lanes.iter().map(|&t| task_cpu_ns(t)).collect();
+        self.read_threads(&lanes)
+    }
+
+    /// The threads started since [`ThreadCpu::start`] and still alive. For a
+    /// backend whose lane threads carry no recognizable name, call it right
+    /// after building the backend: those are its lanes (plus any thread
+    /// another test of the same process started meanwhile).
+    pub fn spawned(&self) -> Vec<u64> {
+        task_ids()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|tid| !self.before.contains(tid))
+            .collect()
+    }
+
+    /// CPU nanoseconds of the threads `tids`, or the process CPU time since
+    /// [`ThreadCpu::start`] when none of them can be read.
+    pub fn read_threads(&self, tids: &[u64]) -> (u64, CpuClock) {
+        let readings: Option<Vec<(u64, CpuClock)>> = tids.iter().map(|&t| task_cpu_ns(t)).collect();
         match readings {
             Some(readings) if !readings.is_empty() => {
                 let clock = readings[0].1;
@@ -174,6 +190,9 @@ pub struct Machine {
     pub cores: usize,
     /// CPU model from `/proc/cpuinfo` ("unknown" when unavailable).
     pub cpu_model: String,
+    /// One-minute load average when the run started (from `/proc/loadavg`):
+    /// other work on the machine competes with the measured threads.
+    pub load_average: Option<f64>,
 }
 
 impl Machine {
@@ -193,10 +212,14 @@ impl Machine {
                     .map(|(_, v)| v.trim().to_owned())
             })
             .unwrap_or_else(|| "unknown".to_owned());
+        let load_average = fs::read_to_string("/proc/loadavg")
+            .ok()
+            .and_then(|l| l.split_whitespace().next()?.parse().ok());
         Self {
             hostname,
             cores: online_cores(),
             cpu_model,
+            load_average,
         }
     }
 }
@@ -206,6 +229,17 @@ pub fn online_cores() -> usize {
     // SAFETY: sysconf only reads a configuration value.
     let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
     usize::try_from(n).ok().filter(|&n| n > 0).unwrap_or(1)
+}
+
+/// Whether tracked files in the current directory's work tree differ from
+/// `HEAD` (`false` when git cannot tell).
+pub fn git_dirty() -> bool {
+    std::process::Command::new("git")
+        .args(["status", "--porcelain", "--untracked-files=no"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .is_some_and(|o| !o.stdout.is_empty())
 }
 
 /// `git rev-parse HEAD` in the current directory, or "unknown".

@@ -5,29 +5,43 @@
 //!
 //! Flow of [`run`]: load or generate the stream once ([`load_workload`]);
 //! split it into writes and lookups ([`plan::Plan`]); replay it serially
-//! through the reference model once ([`oracle::Oracle`]); then for every row
-//! of [`configurations`] build a fresh backend, measure it
-//! ([`capacity::run`], [`keepup::run`]), and after a capacity run score every
-//! distinct lookup on the final tree against the model. The result is a
-//! [`Report`]: a table for stdout and a JSON document.
+//! through the reference model once ([`oracle::Oracle`]); with
+//! `--check-upstream`, run the serial cross-check (`check_upstream`); then
+//! for every row of [`configurations`] build a fresh backend, measure it
+//! ([`capacity::run`], [`keepup::run`], with the seqlock retry counters read
+//! around the run), and after a capacity run time the same lookups on the
+//! drained final tree with no writer ([`capacity::read_only`]) and score
+//! every distinct lookup against the model. The result is a [`Report`]: a
+//! table for stdout, a JSON document, charts ([`plots`]).
 //!
-//! Adding a gate is one line in [`gates`].
+//! Adding a gate is one line in [`gates`]. With feature `upstream`, NVIDIA
+//! Dynamo's published CRTC is one more row ([`upstream`]) and the peer of
+//! the serial cross-check ([`crosscheck`], `--check-upstream`). [`plots`]
+//! draws the SVG charts of `--plots`; [`paper`] writes `papers/results/`.
 
 pub mod backend;
 pub mod baseline;
 pub mod capacity;
+pub mod crosscheck;
 pub mod keepup;
 pub mod measure;
 pub mod oracle;
+pub mod paper;
 pub mod plan;
+pub mod plots;
 pub mod report;
+#[cfg(feature = "upstream")]
+pub mod upstream;
 
 pub use report::{Report, Row, REPORT_KEYS, ROW_KEYS};
 
+use crate::tree::{Lane, Tree, TreeConfig};
+use crate::types::{LocalBlockHash, OverlapScores, RouterEvent, WorkerId};
 use crate::workload::presets::{self, agentx_placement};
 use crate::workload::{jsonl, mooncake, EngineConfig, RandomPlacement, Workload};
 use backend::{Backend, BackendStats, IndexerBackend};
 use baseline::GlobalLockIndexer;
+use crosscheck::{CrossCheck, SerialIndex};
 use crtc_strategies::sync::Arc;
 use crtc_strategies::ShapeGate;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -49,6 +63,23 @@ pub const DEFAULT_WINDOW: Duration = Duration::from_secs(5);
 pub const MAX_WORKERS: usize = crtc_strategies::MAX_SLOTS;
 /// Default seed.
 pub const DEFAULT_SEED: u64 = 1;
+/// Most differences `--check-upstream` lists by default.
+pub const DEFAULT_CHECK_LIMIT: usize = 200;
+
+/// Cargo features this binary was built with, in a fixed order.
+pub fn features() -> Vec<String> {
+    [
+        ("rwlock", cfg!(feature = "rwlock")),
+        ("seqlock", cfg!(feature = "seqlock")),
+        ("epoch", cfg!(feature = "epoch")),
+        ("seize", cfg!(feature = "seize")),
+        ("upstream", cfg!(feature = "upstream")),
+    ]
+    .into_iter()
+    .filter(|(_, on)| *on)
+    .map(|(name, _)| name.to_owned())
+    .collect()
+}
 
 /// Where the stream comes from.
 #[derive(Clone, Debug, PartialEq)]
@@ -117,6 +148,10 @@ pub struct CompareOptions {
     pub progress: bool,
     /// The command line, recorded in the report.
     pub argv: Vec<String>,
+    /// Also run the serial cross-check against upstream (feature `upstream`).
+    pub check_upstream: bool,
+    /// Most differences the cross-check lists.
+    pub check_limit: usize,
 }
 
 impl Default for CompareOptions {
@@ -136,6 +171,8 @@ impl Default for CompareOptions {
             window: DEFAULT_WINDOW,
             progress: false,
             argv: Vec::new(),
+            check_upstream: false,
+            check_limit: DEFAULT_CHECK_LIMIT,
         }
     }
 }
@@ -163,13 +200,48 @@ impl From<String> for CompareError {
 /// Builds a backend with `lanes` lanes and the fast path on or off.
 pub type Build = fn(lanes: usize, fast_path: bool) -> Arc<dyn Backend>;
 
+/// Builds a serially applied tree (label, fast path) for the cross-check.
+pub type BuildSerial = fn(label: String, fast_path: bool) -> Box<dyn SerialIndex>;
+
+/// Reads of the optimistic-read counters: (restarts, pessimistic fallbacks).
+pub type RetryCounters = fn() -> (u64, u64);
+
+/// How a strategy's readers synchronize with its writers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadPath {
+    /// Readers take a lock (shared or exclusive).
+    Lock,
+    /// Readers run optimistically and validate a version (seqlock).
+    Optimistic,
+    /// Readers follow a published snapshot (epoch/RCU).
+    Snapshot,
+}
+
+impl ReadPath {
+    /// "lock", "optimistic" or "snapshot".
+    pub fn name(self) -> &'static str {
+        match self {
+            ReadPath::Lock => "lock",
+            ReadPath::Optimistic => "optimistic",
+            ReadPath::Snapshot => "snapshot",
+        }
+    }
+}
+
 /// One compiled gate.
 #[derive(Clone, Copy, Debug)]
 pub struct Gate {
-    /// The gate's name ([`ShapeGate::NAME`]).
+    /// The row's strategy name ([`ShapeGate::NAME`], with the reclaimer for
+    /// the epoch gates).
     pub name: &'static str,
     /// Its indexer.
     pub build: Build,
+    /// Its tree applied serially.
+    pub serial: BuildSerial,
+    /// How its readers synchronize.
+    pub read_path: ReadPath,
+    /// Its optimistic-read counters, if it has any.
+    pub retries: Option<RetryCounters>,
 }
 
 fn build_indexer<G: ShapeGate>(lanes: usize, fast_path: bool) -> Arc<dyn Backend> {
@@ -180,30 +252,103 @@ fn build_baseline(lanes: usize, _fast_path: bool) -> Arc<dyn Backend> {
     Arc::new(GlobalLockIndexer::new(lanes))
 }
 
+/// A [`Tree`] with one [`Lane`], applied on the caller's thread.
+struct SerialTree<G: ShapeGate> {
+    label: String,
+    tree: Tree<G>,
+    lane: Lane<G>,
+}
+
+impl<G: ShapeGate> SerialIndex for SerialTree<G> {
+    fn label(&self) -> String {
+        self.label.clone()
+    }
+
+    fn apply(&mut self, event: &RouterEvent) {
+        // A rejected event leaves the tree unchanged; the scores tell.
+        let _ = self.tree.apply_event(&mut self.lane, event);
+    }
+
+    fn remove_worker(&mut self, worker: WorkerId) {
+        self.tree.remove_worker(&mut [&mut self.lane], worker);
+    }
+
+    fn find_matches(&mut self, query: &[LocalBlockHash]) -> OverlapScores {
+        self.tree.find_matches(query, false)
+    }
+}
+
+fn build_serial<G: ShapeGate>(label: String, fast_path: bool) -> Box<dyn SerialIndex> {
+    let tree = Tree::<G>::new(TreeConfig {
+        fast_path,
+        ..TreeConfig::default()
+    });
+    let lane = tree.new_lane();
+    Box::new(SerialTree { label, tree, lane })
+}
+
+#[cfg(feature = "seqlock")]
+fn seqlock_retries() -> (u64, u64) {
+    use crtc_strategies::seqlock::{OPTIMISTIC_RESTARTS, PESSIMISTIC_FALLBACKS};
+    (OPTIMISTIC_RESTARTS.get(), PESSIMISTIC_FALLBACKS.get())
+}
+
 macro_rules! gate {
-    ($gate:ty) => {
+    ($gate:ty, $name:expr, $path:expr, $retries:expr) => {
         Gate {
-            name: <$gate as ShapeGate>::NAME,
+            name: $name,
             build: build_indexer::<$gate>,
+            serial: build_serial::<$gate>,
+            read_path: $path,
+            retries: $retries,
         }
     };
 }
 
 /// Every compiled gate, in report order. A new gate is one line here,
-/// behind its feature: `#[cfg(feature = "seqlock")] gate!(SeqlockGate),`.
+/// behind its feature. The two epoch gates share [`ShapeGate::NAME`], so
+/// their rows name the reclaimer.
 pub fn gates() -> Vec<Gate> {
-    vec![gate!(crtc_strategies::RwLockGate)]
+    use crtc_strategies::RwLockGate;
+    vec![
+        gate!(RwLockGate, RwLockGate::NAME, ReadPath::Lock, None),
+        #[cfg(feature = "seqlock")]
+        gate!(
+            crtc_strategies::SeqlockGate,
+            <crtc_strategies::SeqlockGate as ShapeGate>::NAME,
+            ReadPath::Optimistic,
+            Some(seqlock_retries as RetryCounters)
+        ),
+        #[cfg(feature = "epoch")]
+        gate!(
+            crtc_strategies::CrossbeamEpochGate,
+            "epoch-crossbeam",
+            ReadPath::Snapshot,
+            None
+        ),
+        #[cfg(feature = "seize")]
+        gate!(
+            crtc_strategies::SeizeEpochGate,
+            "epoch-seize",
+            ReadPath::Snapshot,
+            None
+        ),
+    ]
 }
 
 /// One row of the comparison before it is measured.
 #[derive(Clone, Copy, Debug)]
 pub struct Configuration {
-    /// Gate name or "global-lock".
+    /// Gate name, "global-lock" or the upstream row's name.
     pub strategy: &'static str,
-    /// Fast path on/off (`None` for the baseline).
+    /// Fast path on/off (`None`: no switch).
     pub fast_path: Option<bool>,
     /// Its backend.
     pub build: Build,
+    /// How its readers synchronize.
+    pub read_path: ReadPath,
+    /// Its optimistic-read counters, if it has any.
+    pub retries: Option<RetryCounters>,
 }
 
 impl Configuration {
@@ -214,7 +359,7 @@ impl Configuration {
 }
 
 /// Every gate with the fast path on, then off, then the global-lock
-/// baseline.
+/// baseline, then (feature `upstream`) upstream's CRTC.
 pub fn configurations() -> Vec<Configuration> {
     let mut all: Vec<Configuration> = gates()
         .into_iter()
@@ -223,6 +368,8 @@ pub fn configurations() -> Vec<Configuration> {
                 strategy: gate.name,
                 fast_path: Some(fast),
                 build: gate.build,
+                read_path: gate.read_path,
+                retries: gate.retries,
             })
         })
         .collect();
@@ -230,9 +377,55 @@ pub fn configurations() -> Vec<Configuration> {
         strategy: "global-lock",
         fast_path: None,
         build: build_baseline,
+        read_path: ReadPath::Lock,
+        retries: None,
+    });
+    #[cfg(feature = "upstream")]
+    all.push(Configuration {
+        strategy: upstream::NAME,
+        fast_path: None,
+        build: upstream::build,
+        read_path: ReadPath::Lock,
+        retries: None,
     });
     all
 }
+
+/// Every compiled gate with the fast path on and off, applied serially (the
+/// "ours" side of the cross-check).
+pub fn serial_trees() -> Vec<Box<dyn SerialIndex>> {
+    gates()
+        .into_iter()
+        .flat_map(|gate| {
+            [true, false].map(|fast| (gate.serial)(report::label(gate.name, Some(fast)), fast))
+        })
+        .collect()
+}
+
+/// The serial cross-check of `workload` against upstream's CRTC.
+#[cfg(feature = "upstream")]
+pub fn check_upstream(workload: &Workload, limit: usize) -> CrossCheck {
+    crosscheck::cross_check(
+        workload,
+        Box::new(upstream::SerialUpstream::new()),
+        serial_trees(),
+        limit,
+    )
+}
+
+fn run_check(workload: &Workload, limit: usize) -> Result<CrossCheck, CompareError> {
+    #[cfg(feature = "upstream")]
+    return Ok(check_upstream(workload, limit));
+    #[cfg(not(feature = "upstream"))]
+    {
+        let _ = (workload, limit);
+        Err(CompareError(UPSTREAM_MISSING.to_owned()))
+    }
+}
+
+/// Why `--check-upstream` fails in a build without feature `upstream`.
+pub const UPSTREAM_MISSING: &str =
+    "--check-upstream needs the upstream crate: rebuild with `--features upstream`";
 
 fn file_error(path: &Path, error: crate::types::KvError) -> CompareError {
     match error {
@@ -322,6 +515,9 @@ pub fn validate(options: &CompareOptions) -> Result<(), CompareError> {
     if options.window.is_zero() || options.window > Duration::from_secs(3600) {
         return bad("--window-s must be above 0 and at most 3600");
     }
+    if options.check_upstream && !cfg!(feature = "upstream") {
+        return bad(UPSTREAM_MISSING);
+    }
     Ok(())
 }
 
@@ -353,7 +549,7 @@ fn base_row(
     stats: &BackendStats,
     memberships: Option<u64>,
 ) -> Row {
-    let bytes_per = |count: u64| ratio(stats.footprint as u64, count);
+    let bytes_per = |count: u64| ratio(stats.footprint? as u64, count);
     Row {
         strategy: config.strategy.to_owned(),
         fast_path: config.fast_path,
@@ -374,12 +570,47 @@ fn base_row(
         bytes_per_membership: memberships.and_then(bytes_per),
         overcounts: None,
         undercounts: None,
+        read_only_p50_ns: None,
+        read_only_p99_ns: None,
+        restarts_per_read: None,
+        fallbacks: None,
+        read_path: config.read_path.name().to_owned(),
+        lookups: 0,
         hole_undercounts: None,
-        bytes_per_node_membership: bytes_per(stats.memberships as u64),
+        bytes_per_node_membership: stats.memberships.and_then(|m| bytes_per(m as u64)),
         rejected_events: stats.errors,
         elapsed_s: 0.0,
         cpu_clock: stats.cpu_clock,
         read_samples: 0,
+    }
+}
+
+/// Optimistic-read counter deltas over a run: restarts per lookup and
+/// fallbacks (`None` for gates without the counters).
+struct Retries {
+    read: Option<RetryCounters>,
+    before: (u64, u64),
+}
+
+impl Retries {
+    fn start(config: &Configuration) -> Self {
+        Self {
+            read: config.retries,
+            before: config.retries.map_or((0, 0), |read| read()),
+        }
+    }
+
+    fn finish(&self, lookups: u64) -> (Option<f64>, Option<u64>) {
+        let Some(read) = self.read else {
+            return (None, None);
+        };
+        let after = read();
+        let restarts = after.0.saturating_sub(self.before.0);
+        let fallbacks = after.1.saturating_sub(self.before.1);
+        (
+            Some(ratio(restarts, lookups).unwrap_or(0.0)),
+            Some(fallbacks),
+        )
     }
 }
 
@@ -395,11 +626,15 @@ struct Context<'a> {
 fn capacity_row(cx: &Context<'_>, config: &Configuration) -> Result<(Row, Verdicts), CompareError> {
     let backend = (config.build)(cx.options.lanes, config.fast_path.unwrap_or(false));
     let bar = progress_bar(cx.options.progress, format!("{} capacity", config.label()));
+    let retries = Retries::start(config);
     let mut run = capacity::run(Arc::clone(&backend), cx.plan, cx.options.readers, &bar)?;
+    let (restarts_per_read, fallbacks) = retries.finish(run.lookups);
     bar.finish_and_clear();
+    let mut quiet = capacity::read_only(&backend, cx.plan, cx.options.readers, run.lookups)?;
     let verdicts = cx.oracle.map(|o| o.check(&*backend)).unwrap_or_default();
     drop(backend);
     let (p50, p99) = measure::p50_p99(&mut run.reads);
+    let (quiet_p50, quiet_p99) = measure::p50_p99(&mut quiet);
     let row = Row {
         events: cx.plan.events,
         blocks: cx.plan.blocks,
@@ -410,6 +645,11 @@ fn capacity_row(cx: &Context<'_>, config: &Configuration) -> Result<(Row, Verdic
         overcounts: Some(verdicts.overcounts),
         undercounts: Some(verdicts.undercounts),
         hole_undercounts: Some(verdicts.hole_undercounts),
+        read_only_p50_ns: quiet_p50,
+        read_only_p99_ns: quiet_p99,
+        restarts_per_read,
+        fallbacks,
+        lookups: run.lookups,
         elapsed_s: run.elapsed.as_secs_f64(),
         read_samples: run.reads.len(),
         ..base_row(
@@ -425,6 +665,7 @@ fn capacity_row(cx: &Context<'_>, config: &Configuration) -> Result<(Row, Verdic
 fn keepup_row(cx: &Context<'_>, config: &Configuration) -> Result<Row, CompareError> {
     let backend = (config.build)(cx.options.lanes, config.fast_path.unwrap_or(false));
     let bar = progress_bar(cx.options.progress, format!("{} keep-up", config.label()));
+    let retries = Retries::start(config);
     let mut run = keepup::run(
         Arc::clone(&backend),
         cx.plan,
@@ -432,8 +673,10 @@ fn keepup_row(cx: &Context<'_>, config: &Configuration) -> Result<Row, CompareEr
         cx.schedule,
         &bar,
     )?;
+    let (restarts_per_read, fallbacks) = retries.finish(run.reads.len() as u64);
     bar.finish_and_clear();
     drop(backend);
+    let lookups = run.reads.len() as u64;
     let (read_p50, read_p99) = measure::p50_p99(&mut run.reads);
     let (update_p50, update_p99) = measure::p50_p99(&mut run.updates);
     // The offered span: the window, or less when the stream ends before it.
@@ -453,6 +696,9 @@ fn keepup_row(cx: &Context<'_>, config: &Configuration) -> Result<Row, CompareEr
         update_p50_ns: update_p50,
         update_p99_ns: update_p99,
         backlog_at_end: Some(run.backlog),
+        restarts_per_read,
+        fallbacks,
+        lookups,
         elapsed_s: span.as_secs_f64(),
         read_samples: run.reads.len(),
         ..base_row(config, "keepup", &run.stats, cx.keepup_memberships)
@@ -507,12 +753,18 @@ fn failure(row: &Row, verdicts: &Verdicts, strict: bool) -> String {
 /// are listed in [`Report::failures`].
 pub fn run(options: &CompareOptions) -> Result<Report, CompareError> {
     validate(options)?;
+    let machine = measure::Machine::detect();
     let started = Instant::now();
     let workload = load_workload(options)?;
     let load = started.elapsed();
     let plan = Plan::new(&workload);
     let oracle = options.mode.capacity().then(|| Oracle::new(&workload));
     let info = describe(options, &workload, &plan, oracle.as_ref(), load);
+    let upstream_check = if options.check_upstream {
+        Some(run_check(&workload, options.check_limit)?)
+    } else {
+        None
+    };
     drop(workload);
     let schedule = keepup::Schedule {
         rate: options.rate,
@@ -530,6 +782,14 @@ pub fn run(options: &CompareOptions) -> Result<Report, CompareError> {
         keepup_memberships,
     };
     let (mut rows, mut failures) = (Vec::new(), Vec::new());
+    if let Some(check) = upstream_check.as_ref().filter(|c| c.ours_failures > 0) {
+        failures.push(format!(
+            "check-upstream: {} scores of ours break the read contract ({} stream): {:?}",
+            check.ours_failures,
+            if check.strict { "strict" } else { "non-strict" },
+            check.ours_inexact
+        ));
+    }
     for config in configurations() {
         if options.mode.capacity() {
             let (row, verdicts) = capacity_row(&cx, &config)?;
@@ -543,7 +803,7 @@ pub fn run(options: &CompareOptions) -> Result<Report, CompareError> {
         }
     }
     Ok(Report {
-        machine: measure::Machine::detect(),
+        machine,
         git_revision: measure::git_revision(),
         workload: info,
         argv: options.argv.clone(),
@@ -556,6 +816,9 @@ pub fn run(options: &CompareOptions) -> Result<Report, CompareError> {
             window_s: options.window.as_secs_f64(),
         },
         failures,
+        features: features(),
+        git_dirty: measure::git_dirty(),
+        upstream_check,
     })
 }
 
@@ -567,12 +830,27 @@ mod tests {
     fn every_gate_runs_fast_and_general_then_the_baseline() {
         let configs = configurations();
         let labels: Vec<String> = configs.iter().map(Configuration::label).collect();
-        assert_eq!(labels.len(), 2 * gates().len() + 1);
+        let gates = gates().len();
+        let upstream = usize::from(cfg!(feature = "upstream"));
+        assert_eq!(labels.len(), 2 * gates + 1 + upstream);
         assert_eq!(&labels[..2], ["rwlock fast", "rwlock general"]);
-        assert_eq!(labels.last().map(String::as_str), Some("global-lock"));
+        assert_eq!(labels[2 * gates], "global-lock");
+        if upstream == 1 {
+            assert_eq!(labels.last().map(String::as_str), Some("upstream-1.6.1"));
+        }
+        let mut names: Vec<&str> = configs.iter().map(|c| c.strategy).collect();
+        names.dedup();
+        let distinct: rustc_hash::FxHashSet<&str> = names.iter().copied().collect();
+        assert_eq!(distinct.len(), names.len(), "row names repeat: {names:?}");
+        let expected = 1
+            + usize::from(cfg!(feature = "seqlock"))
+            + usize::from(cfg!(feature = "epoch"))
+            + usize::from(cfg!(feature = "seize"));
+        assert_eq!(gates, expected);
         let backend = (configs[0].build)(1, true);
         backend.flush();
         assert_eq!(backend.applied(), 0);
+        assert_eq!(serial_trees().len(), 2 * gates);
     }
 
     #[test]

@@ -1,13 +1,14 @@
 //! The result of `crtc compare`: rows, the workload, provenance; the table
 //! printed to stdout and the JSON document written by `--json`.
 
+use super::crosscheck::CrossCheck;
 use super::measure::{CpuClock, Machine};
 use serde::Serialize;
 use std::fmt::Write as _;
 
 /// Every key a JSON row carries (the schema of `--json`; extra diagnostic
 /// keys follow these).
-pub const ROW_KEYS: [&str; 17] = [
+pub const ROW_KEYS: [&str; 21] = [
     "strategy",
     "fast_path",
     "mode",
@@ -25,6 +26,10 @@ pub const ROW_KEYS: [&str; 17] = [
     "bytes_per_membership",
     "overcounts",
     "undercounts",
+    "read_only_p50_ns",
+    "read_only_p99_ns",
+    "restarts_per_read",
+    "fallbacks",
 ];
 
 /// Every top-level key of the `--json` document.
@@ -71,6 +76,22 @@ pub struct Row {
     pub overcounts: Option<u64>,
     /// (query, rank) scores below the reachable prefix (capacity).
     pub undercounts: Option<u64>,
+    /// find_matches median on the drained final tree with no writer, same
+    /// lookups and reader threads (capacity).
+    pub read_only_p50_ns: Option<u64>,
+    /// find_matches 99th percentile on the drained final tree with no
+    /// writer (capacity).
+    pub read_only_p99_ns: Option<u64>,
+    /// Optimistic read restarts per lookup during the run (seqlock rows;
+    /// process-wide counter delta over the readers' lookups).
+    pub restarts_per_read: Option<f64>,
+    /// Reads that fell back to the writer lock during the run (seqlock rows;
+    /// process-wide counter delta).
+    pub fallbacks: Option<u64>,
+    /// How readers synchronize: "lock", "optimistic" or "snapshot".
+    pub read_path: String,
+    /// Lookups the readers completed during the run.
+    pub lookups: u64,
     /// (query, rank) scores inside a hole (allowed only on non-strict
     /// streams).
     pub hole_undercounts: Option<u64>,
@@ -163,7 +184,18 @@ pub struct Report {
     pub settings: Settings,
     /// Correctness failures (empty when every row passed).
     pub failures: Vec<String>,
+    /// Cargo features the binary was built with.
+    pub features: Vec<String>,
+    /// Whether tracked files differed from `git_revision` when it ran.
+    pub git_dirty: bool,
+    /// The serial cross-check against upstream (`--check-upstream`).
+    pub upstream_check: Option<CrossCheck>,
 }
+
+/// What the tables' units and columns mean.
+pub const LEGEND: &str = "times in ns; read = find_matches service time during the run; \
+read-only = the same lookups on the drained final tree with no writer; \
+restarts/read and fallbacks: seqlock optimistic-read counters over the run";
 
 fn rate(value: Option<f64>) -> String {
     match value {
@@ -208,6 +240,66 @@ fn table(header: &[&str], rows: &[Vec<String>], text_columns: usize) -> String {
     out
 }
 
+/// A table as a header and rows of cells, printable as aligned text or as
+/// markdown.
+pub struct Table {
+    /// Column names.
+    pub header: Vec<String>,
+    /// Cells, one row per line.
+    pub rows: Vec<Vec<String>>,
+    /// Leading columns that hold text (left-aligned); the rest are numbers.
+    pub text_columns: usize,
+}
+
+impl Table {
+    fn new(header: &[&str], rows: Vec<Vec<String>>, text_columns: usize) -> Self {
+        Self {
+            header: header.iter().map(|h| (*h).to_owned()).collect(),
+            rows,
+            text_columns,
+        }
+    }
+
+    /// Aligned text, two spaces between columns.
+    pub fn text(&self) -> String {
+        let header: Vec<&str> = self.header.iter().map(String::as_str).collect();
+        table(&header, &self.rows, self.text_columns)
+    }
+
+    /// A GitHub-flavoured markdown table.
+    pub fn markdown(&self) -> String {
+        let mut out = format!("| {} |\n|", self.header.join(" | "));
+        for i in 0..self.header.len() {
+            out.push_str(if i < self.text_columns {
+                "---|"
+            } else {
+                "---:|"
+            });
+        }
+        out.push('\n');
+        for row in &self.rows {
+            let _ = writeln!(out, "| {} |", row.join(" | "));
+        }
+        out
+    }
+}
+
+fn on_off(fast: Option<bool>) -> &'static str {
+    match fast {
+        Some(true) => "on",
+        Some(false) => "off",
+        None => "-",
+    }
+}
+
+/// `run / read_only`, when both are known.
+pub fn p99_ratio(row: &Row) -> Option<f64> {
+    match (row.read_p99_ns, row.read_only_p99_ns) {
+        (Some(run), Some(quiet)) if quiet > 0 => Some(run as f64 / quiet as f64),
+        _ => None,
+    }
+}
+
 impl Report {
     /// The header line naming the workload.
     pub fn header(&self) -> String {
@@ -218,7 +310,7 @@ impl Report {
             .map_or_else(String::new, |d| format!(" ({d} distinct)"));
         format!(
             "workload {} (seed {}{scale}): {} events, {} blocks, {} queries{distinct}, decode share {:.1}%, {}; \
-             {} lanes, {} readers, {} cores ({})",
+             {} lanes, {} readers, {} cores ({}){}",
             w.name,
             w.seed,
             w.events,
@@ -230,22 +322,49 @@ impl Report {
             self.settings.readers,
             self.machine.cores,
             self.machine.cpu_model,
+            self.machine
+                .load_average
+                .map_or_else(String::new, |l| format!(", load average {l:.2} at start")),
         )
     }
 
-    /// The table printed to stdout: the header line, the main table, and for
-    /// keep-up rows a second table of update latencies and backlog.
+    /// The table printed to stdout: the header line, the main table, the
+    /// readers table for capacity rows, and for keep-up rows a table of
+    /// update latencies and backlog; then the cross-check when there is one.
     pub fn render(&self) -> String {
-        let mut out = format!("{}\n{}", self.header(), self.main_table());
-        if let Some(keepup) = self.keepup_table() {
+        let mut out = format!("{}\n{}", self.header(), self.main_table().text());
+        for extra in [self.readers_table(), self.keepup_table()]
+            .into_iter()
+            .flatten()
+        {
             out.push('\n');
-            out.push_str(&keepup);
+            out.push_str(&extra.text());
         }
-        out.push_str("times in ns; read = find_matches service time during the run\n");
+        out.push_str(LEGEND);
+        out.push('\n');
+        if let Some(check) = &self.upstream_check {
+            out.push_str(&check.render());
+        }
         out
     }
 
-    fn main_table(&self) -> String {
+    /// The same tables as markdown, for papers/.
+    pub fn render_markdown(&self) -> String {
+        let mut out = format!("{}\n\n{}", self.header(), self.main_table().markdown());
+        for extra in [self.readers_table(), self.keepup_table()]
+            .into_iter()
+            .flatten()
+        {
+            out.push('\n');
+            out.push_str(&extra.markdown());
+        }
+        let _ = writeln!(out, "\n{LEGEND}");
+        out
+    }
+
+    /// One line per row: throughput, CPU, fast path, reads, memory,
+    /// correctness.
+    pub fn main_table(&self) -> Table {
         let cpu = self.rows.first().map_or(CpuClock::Process, |r| r.cpu_clock);
         let header = [
             "strategy",
@@ -262,14 +381,13 @@ impl Report {
             "overcounts",
             "undercounts",
         ];
-        let on_off = |f: bool| if f { "on" } else { "off" };
         let rows: Vec<Vec<String>> = self
             .rows
             .iter()
             .map(|r| {
                 vec![
                     r.strategy.clone(),
-                    r.fast_path.map_or("-", on_off).to_owned(),
+                    on_off(r.fast_path).to_owned(),
                     r.mode.clone(),
                     r.events.to_string(),
                     rate(r.events_per_s),
@@ -284,10 +402,46 @@ impl Report {
                 ]
             })
             .collect();
-        table(&header, &rows, 3)
+        Table::new(&header, rows, 3)
     }
 
-    fn keepup_table(&self) -> Option<String> {
+    /// Reader latency of capacity rows during the run against the same
+    /// lookups on the final tree with no writer, with seqlock retry counts.
+    pub fn readers_table(&self) -> Option<Table> {
+        let rows: Vec<Vec<String>> = self
+            .rows
+            .iter()
+            .filter(|r| r.mode == "capacity")
+            .map(|r| {
+                vec![
+                    r.label(),
+                    r.read_path.clone(),
+                    int(r.read_p50_ns),
+                    int(r.read_p99_ns),
+                    int(r.read_only_p50_ns),
+                    int(r.read_only_p99_ns),
+                    float(p99_ratio(r), 2),
+                    float(r.restarts_per_read, 4),
+                    int(r.fallbacks),
+                ]
+            })
+            .collect();
+        let header = [
+            "readers",
+            "read path",
+            "run p50",
+            "run p99",
+            "read-only p50",
+            "read-only p99",
+            "p99 run/read-only",
+            "restarts/read",
+            "fallbacks",
+        ];
+        (!rows.is_empty()).then(|| Table::new(&header, rows, 2))
+    }
+
+    /// Update latency and backlog of keep-up rows.
+    pub fn keepup_table(&self) -> Option<Table> {
         let offered = format!("{:.0}", self.settings.rate);
         let rows: Vec<Vec<String>> = self
             .rows
@@ -310,7 +464,7 @@ impl Report {
             "update p99 (bound)",
             "backlog at end",
         ];
-        (!rows.is_empty()).then(|| table(&header, &rows, 1))
+        (!rows.is_empty()).then(|| Table::new(&header, rows, 1))
     }
 
     /// The `--json` document (pretty-printed).
@@ -342,6 +496,12 @@ mod tests {
             bytes_per_membership: Some(31.25),
             overcounts: (mode == "capacity").then_some(0),
             undercounts: (mode == "capacity").then_some(0),
+            read_only_p50_ns: (mode == "capacity").then_some(700),
+            read_only_p99_ns: (mode == "capacity").then_some(1600),
+            restarts_per_read: (strategy == "seqlock").then_some(0.01),
+            fallbacks: (strategy == "seqlock").then_some(2),
+            read_path: "lock".to_owned(),
+            lookups: 1,
             hole_undercounts: None,
             bytes_per_node_membership: None,
             rejected_events: 0,
@@ -357,6 +517,7 @@ mod tests {
                 hostname: "h".to_owned(),
                 cores: 2,
                 cpu_model: "cpu".to_owned(),
+                load_average: Some(0.5),
             },
             git_revision: "unknown".to_owned(),
             workload: WorkloadInfo {
@@ -382,6 +543,9 @@ mod tests {
                 window_s: 5.0,
             },
             failures: Vec::new(),
+            features: vec!["rwlock".to_owned()],
+            git_dirty: false,
+            upstream_check: None,
         }
     }
 
@@ -432,5 +596,36 @@ mod tests {
         assert!(text.contains("rwlock general") && text.contains("40000"));
         assert_eq!(label("seqlock", Some(true)), "seqlock fast");
         assert_eq!(label("global-lock", None), "global-lock");
+        // The readers table: run p99 (none here) against read-only p99.
+        assert!(text.contains("read-only p99") && text.contains("1600"));
+        let capacity = row("seqlock", Some(true), "capacity");
+        assert_eq!(p99_ratio(&capacity), None);
+        let measured = Row {
+            read_p99_ns: Some(2000),
+            ..capacity
+        };
+        assert_eq!(p99_ratio(&measured), Some(1.25));
+    }
+
+    #[test]
+    fn markdown_tables_have_one_line_per_row() {
+        let rows = vec![
+            row("rwlock", Some(true), "capacity"),
+            row("seqlock", Some(false), "capacity"),
+        ];
+        let markdown = report(rows).render_markdown();
+        let main: Vec<&str> = markdown
+            .lines()
+            .filter(|l| l.starts_with("| strategy") || l.contains(" | capacity | "))
+            .collect();
+        assert_eq!(main.len(), 3, "{markdown}");
+        let readers = markdown
+            .lines()
+            .filter(|l| l.starts_with("| rwlock fast |") || l.starts_with("| seqlock general |"))
+            .count();
+        assert_eq!(readers, 2, "{markdown}");
+        assert!(markdown.contains("|---|---|---|---:|"));
+        assert!(markdown.contains("| seqlock general | lock |"));
+        assert!(markdown.contains("0.0100"));
     }
 }

@@ -68,7 +68,17 @@ fn record_later(shape: &impl ShapeRead, matched: usize, active: &SlotBits, scrat
 impl<G: ShapeGate> Tree<G> {
     /// Scores every rank by how many leading blocks of `query` it holds.
     pub fn find_matches(&self, query: &[LocalBlockHash], early_exit: bool) -> OverlapScores {
-        self.find_match_details(query, early_exit).scores
+        let guard = G::Reclaim::pin();
+        let credits = self.walk(query, early_exit, &guard);
+        let table = self.slots.table(&guard);
+        let mut scores = OverlapScores::default();
+        scores.scores.reserve(credits.len());
+        for (slot, score, _) in credits {
+            if let Some(owner) = table.owner(slot) {
+                scores.scores.insert(owner, score as u32);
+            }
+        }
+        scores
     }
 
     /// Like [`Tree::find_matches`], plus the last matched external hash per rank.

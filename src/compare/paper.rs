@@ -1,0 +1,311 @@
+//! `crtc compare --paper DIR`: the evaluation files of `papers/results/`,
+//! generated, never typed by hand.
+//!
+//! One comparison per workload — the built-in `agentx` preset (the headline
+//! stream: mostly one-block decode stores), the built-in `chat` preset (for
+//! the bytes-per-membership target) and the Mooncake trace (skipped with a
+//! note when the file is absent) — each in the mode, lanes, readers, seed
+//! and scale of the command line, with the serial cross-check against
+//! upstream whenever the binary was built with feature `upstream`. For each
+//! workload `W` the directory gets `W.md` (the tables as markdown, the
+//! cross-check, links to the charts), `W.json` (the `--json` document) and
+//! the three charts `W-throughput.svg`, `W-latency.svg`, `W-ratio.svg`;
+//! `targets.md` then sets the issue's targets against the measured numbers.
+//! Every markdown file starts with the command that produced it, the
+//! machine, the git revision and the compiled features.
+
+use super::plots::{command_line, write_plots, CHARTS};
+use super::report::{p99_ratio, Report, Row};
+use super::{run, CompareError, CompareOptions, Source};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// Where the Mooncake trace is looked for by default (relative to the
+/// project root, as the shared traces are laid out).
+pub const DEFAULT_TRACE: &str = "../shared/traces/mooncake_synthetic.jsonl";
+
+/// One workload of the paper run.
+struct Entry {
+    /// File stem.
+    stem: &'static str,
+    source: Source,
+}
+
+/// The provenance block every markdown file starts with.
+fn provenance(report_like: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "- command: `{}`", command_line(&report_like.argv));
+    let _ = writeln!(
+        out,
+        "- machine: {} ({} logical cores, {}){}",
+        report_like.machine.hostname,
+        report_like.machine.cores,
+        report_like.machine.cpu_model,
+        report_like
+            .machine
+            .load_average
+            .map_or_else(String::new, |l| format!(
+                ", 1-minute load average {l:.2} at start"
+            )),
+    );
+    let _ = writeln!(
+        out,
+        "- git revision: {}{}",
+        report_like.git_revision,
+        if report_like.git_dirty {
+            " (with uncommitted changes in tracked files)"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(out, "- features: {}", report_like.features.join(", "));
+    out
+}
+
+fn write(path: &Path, text: &str) -> Result<(), CompareError> {
+    std::fs::write(path, text)
+        .map_err(|e| CompareError(format!("cannot write {}: {e}", path.display())))
+}
+
+fn workload_markdown(stem: &str, report: &Report) -> String {
+    let mut out = format!("# crtc compare: {stem}\n\n{}\n", provenance(report));
+    out.push_str(&report.render_markdown());
+    if let Some(check) = &report.upstream_check {
+        let _ = write!(
+            out,
+            "\n## Serial cross-check against upstream (`--check-upstream`)\n\n```\n{}```\n",
+            check.render()
+        );
+    }
+    if !report.failures.is_empty() {
+        out.push_str("\n## Correctness failures\n\n");
+        for failure in &report.failures {
+            let _ = writeln!(out, "- {failure}");
+        }
+    }
+    out.push_str("\n## Charts\n\n");
+    for chart in CHARTS {
+        let _ = writeln!(out, "![{stem} {chart}]({stem}-{chart}.svg)\n");
+    }
+    out
+}
+
+fn met(ok: bool) -> &'static str {
+    if ok {
+        "met"
+    } else {
+        "missed"
+    }
+}
+
+fn gate_rows(report: &Report) -> impl Iterator<Item = &Row> {
+    report
+        .rows
+        .iter()
+        .filter(|r| r.mode == "capacity" && r.fast_path.is_some())
+}
+
+fn capacity_row<'a>(report: &'a Report, strategy: &str) -> Option<&'a Row> {
+    report
+        .rows
+        .iter()
+        .find(|r| r.mode == "capacity" && r.strategy == strategy)
+}
+
+/// The issue's item-5 targets against `reports` (stem, report).
+pub fn targets_markdown(reports: &[(&str, &Report)]) -> String {
+    let mut out = String::from("# Targets of issue 7, item 5, measured in this run\n\n");
+    if let Some((_, first)) = reports.first() {
+        out.push_str(&provenance(first));
+    }
+    out.push_str(
+        "\nEvery figure below comes from the capacity rows of the files next to this one \
+         (one process, one run per workload). Absolute rates on a shared 2-core machine are \
+         noisy; ratios from the same run are the signal.\n",
+    );
+
+    out.push_str(
+        "\n## Best gate vs the global-lock baseline (≥ 3×) and vs upstream 1.6.1 (≥ 1.5×)\n\n",
+    );
+    out.push_str("| workload | best gate | events/s | global-lock events/s | ratio | target | upstream events/s | ratio | target |\n|---|---|---:|---:|---:|---|---:|---:|---|\n");
+    for (stem, report) in reports {
+        let Some(best) = gate_rows(report).max_by(|a, b| {
+            a.events_per_s
+                .unwrap_or(0.0)
+                .total_cmp(&b.events_per_s.unwrap_or(0.0))
+        }) else {
+            continue;
+        };
+        let best_rate = best.events_per_s.unwrap_or(0.0);
+        let cell = |other: Option<&Row>, target: f64| -> (String, String, String) {
+            match other.and_then(|r| r.events_per_s) {
+                Some(rate) if rate > 0.0 => {
+                    let ratio = best_rate / rate;
+                    (
+                        format!("{rate:.0}"),
+                        format!("{ratio:.2}×"),
+                        met(ratio >= target).to_owned(),
+                    )
+                }
+                _ => ("-".to_owned(), "-".to_owned(), "not measured".to_owned()),
+            }
+        };
+        let (lock, lock_ratio, lock_met) = cell(capacity_row(report, "global-lock"), 3.0);
+        let upstream = report
+            .rows
+            .iter()
+            .find(|r| r.mode == "capacity" && r.strategy.starts_with("upstream"));
+        let (up, up_ratio, up_met) = cell(upstream, 1.5);
+        let _ = writeln!(
+            out,
+            "| {stem} | {} | {best_rate:.0} | {lock} | {lock_ratio} | {lock_met} | {up} | {up_ratio} | {up_met} |",
+            best.label()
+        );
+    }
+
+    out.push_str(
+        "\n## Optimistic and snapshot gates: reader p99 during the run ≤ 1.25× read-only p99\n\n",
+    );
+    out.push_str("| workload | row | read path | run p99 ns | read-only p99 ns | ratio | target |\n|---|---|---|---:|---:|---:|---|\n");
+    for (stem, report) in reports {
+        for row in gate_rows(report).filter(|r| r.read_path != "lock") {
+            let ratio = p99_ratio(row);
+            let _ = writeln!(
+                out,
+                "| {stem} | {} | {} | {} | {} | {} | {} |",
+                row.label(),
+                row.read_path,
+                row.read_p99_ns.map_or("-".to_owned(), |v| v.to_string()),
+                row.read_only_p99_ns
+                    .map_or("-".to_owned(), |v| v.to_string()),
+                ratio.map_or("-".to_owned(), |r| format!("{r:.2}×")),
+                ratio.map_or("not measured", |r| met(r <= 1.25)),
+            );
+        }
+    }
+
+    out.push_str("\n## Bytes per membership ≤ 32 on the chat preset\n\n");
+    out.push_str("| row | bytes/membership | target |\n|---|---:|---|\n");
+    for (stem, report) in reports.iter().filter(|(s, _)| *s == "chat") {
+        let _ = stem;
+        for row in report.rows.iter().filter(|r| r.mode == "capacity") {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} |",
+                row.label(),
+                row.bytes_per_membership
+                    .map_or("-".to_owned(), |b| format!("{b:.1}")),
+                row.bytes_per_membership
+                    .map_or("not measured", |b| met(b <= 32.0)),
+            );
+        }
+    }
+
+    out.push_str(
+        "\n## Fast path vs general path over the whole stream\n\n\
+         The issue's target (general ÷ fast ≥ 2× for one-block decode stores) is a per-store \
+         figure from the criterion `tail_append` group; the whole-stream ratio here also counts \
+         prompt stores and removals, which take the same path either way.\n\n",
+    );
+    out.push_str("| workload | gate | fast events/s | general events/s | events/s ratio | general ÷ fast CPU ns/event |\n|---|---|---:|---:|---:|---:|\n");
+    for (stem, report) in reports {
+        let mut names: Vec<&str> = gate_rows(report).map(|r| r.strategy.as_str()).collect();
+        names.dedup();
+        for name in names {
+            let pick = |fast: bool| {
+                report.rows.iter().find(|r| {
+                    r.mode == "capacity" && r.strategy == name && r.fast_path == Some(fast)
+                })
+            };
+            let (Some(fast), Some(general)) = (pick(true), pick(false)) else {
+                continue;
+            };
+            let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+                (Some(a), Some(b)) if b > 0.0 => format!("{:.2}×", a / b),
+                _ => "-".to_owned(),
+            };
+            let _ = writeln!(
+                out,
+                "| {stem} | {name} | {:.0} | {:.0} | {} | {} |",
+                fast.events_per_s.unwrap_or(0.0),
+                general.events_per_s.unwrap_or(0.0),
+                ratio(fast.events_per_s, general.events_per_s),
+                ratio(general.cpu_ns_per_event, fast.cpu_ns_per_event),
+            );
+        }
+    }
+    out
+}
+
+/// Runs every paper workload with `options` (its source is replaced) and
+/// writes the files into `dir`; `trace` is the Mooncake trace. `say`
+/// receives each table and each file written. Returns the reports.
+pub fn write_paper(
+    options: &CompareOptions,
+    dir: &Path,
+    trace: &Path,
+    mut say: impl FnMut(&str),
+) -> Result<Vec<(String, Report)>, CompareError> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| CompareError(format!("cannot create {}: {e}", dir.display())))?;
+    let entries = [
+        Entry {
+            stem: "agentx",
+            source: Source::Preset("agentx".to_owned()),
+        },
+        Entry {
+            stem: "chat",
+            source: Source::Preset("chat".to_owned()),
+        },
+        Entry {
+            stem: "mooncake",
+            source: Source::Trace(trace.to_path_buf()),
+        },
+    ];
+    let mut reports = Vec::new();
+    let mut written: Vec<PathBuf> = Vec::new();
+    for entry in entries {
+        if let Source::Trace(path) = &entry.source {
+            if !path.exists() {
+                let note = format!(
+                    "# crtc compare: {}\n\nSkipped: the Mooncake trace `{}` was not found \
+                     (pass `--trace PATH`).\n",
+                    entry.stem,
+                    path.display()
+                );
+                let file = dir.join(format!("{}.md", entry.stem));
+                write(&file, &note)?;
+                say(&format!(
+                    "skipped {}: {} not found\n",
+                    entry.stem,
+                    path.display()
+                ));
+                written.push(file);
+                continue;
+            }
+        }
+        let run_options = CompareOptions {
+            source: entry.source,
+            check_upstream: options.check_upstream || cfg!(feature = "upstream"),
+            ..options.clone()
+        };
+        let report = run(&run_options)?;
+        say(&report.render());
+        let md = dir.join(format!("{}.md", entry.stem));
+        write(&md, &workload_markdown(entry.stem, &report))?;
+        let json = dir.join(format!("{}.json", entry.stem));
+        write(&json, &format!("{}\n", report.to_json()))?;
+        written.push(md);
+        written.push(json);
+        written.extend(write_plots(&report, dir, entry.stem)?);
+        reports.push((entry.stem.to_owned(), report));
+    }
+    let views: Vec<(&str, &Report)> = reports.iter().map(|(s, r)| (s.as_str(), r)).collect();
+    let targets = dir.join("targets.md");
+    write(&targets, &targets_markdown(&views))?;
+    written.push(targets);
+    for path in &written {
+        say(&format!("wrote {}\n", path.display()));
+    }
+    Ok(reports)
+}
