@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
-# loom step: exhaustive (preemption-bounded) models of the RwLock gate's
-# decode append on the real tree, plus the negative controls (every RwLock
-# mutant must make a model fail). See verification/tests/loom_rwlock.rs.
+# loom step: exhaustive (preemption-bounded) models of every gate, built once
+# with --features all-strategies, plus the negative controls (every mutant
+# must make a model fail, each in a child process). Test binaries:
+#   loom_rwlock, loom_seqlock, loom_epoch  L1-L4 on the real tree (plus the
+#       reader models L2r/L3r) and the gate-level models (torn reads against a
+#       split / demoting append / pure append, two appenders); see
+#       verification/src/models/{tree,gate}.rs
+#   loom_sweep  the sweep scheduling on SweepTrigger, with its racy-claim and
+#       leaked-claim negative controls (verification/src/models/sweep.rs)
 #
 # Usage: .ci/loom.sh [all|models|mutants]   (default: all)
-# Knobs (CI defaults): CRTC_LOOM_PREEMPTIONS (2). loom's own LOOM_* variables
-# (LOOM_MAX_BRANCHES, LOOM_MAX_DURATION, ...) pass through.
+# Knobs (CI defaults): CRTC_LOOM_PREEMPTIONS (2); CRTC_LOOM_READS and
+# CRTC_LOOM_CAP override the per-gate budgets (see loom_seqlock.rs);
+# CRTC_MUTANT_MATRIX=1 runs every mutant against every model. loom's own
+# LOOM_* variables (LOOM_MAX_BRANCHES, LOOM_MAX_DURATION, ...) pass through.
 # Builds in its own target dir (${CARGO_TARGET_DIR:-target}/loom) so the cfg
 # does not invalidate the normal build cache. Prints one summary line.
 set -euo pipefail
@@ -14,8 +22,8 @@ cd "$(dirname "$0")/.."
 what=${1:-all}
 case "$what" in
 all) filter=() ;;
-models) filter=(--skip loom_mutants_are_caught) ;;
-mutants) filter=(--exact loom_mutants_are_caught) ;;
+models) filter=(--skip loom_mutants_are_caught --skip sweep_negative_controls_fail) ;;
+mutants) filter=(loom_mutants_are_caught sweep_negative_controls_fail) ;;
 *)
     echo "usage: $0 [all|models|mutants]" >&2
     exit 2
@@ -26,25 +34,44 @@ export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }--cfg crtc_loom"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/loom"
 export CRTC_LOOM_PREEMPTIONS="${CRTC_LOOM_PREEMPTIONS:-2}"
 
+tests=(loom_rwlock loom_seqlock loom_epoch loom_sweep)
+test_args=()
+for t in "${tests[@]}"; do test_args+=(--test "$t"); done
+
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-cargo test -p crtc-verification --release --test loom_rwlock -- \
-    --test-threads=1 --nocapture "${filter[@]}" 2>&1 | tee "$log"
+start=$SECONDS
+cargo test -p crtc-verification --release --features all-strategies "${test_args[@]}" --no-run 2>&1 | tail -n 3
+build=$((SECONDS - start))
+for t in "${tests[@]}"; do
+    cargo test -p crtc-verification --release --features all-strategies --test "$t" -- \
+        --test-threads=1 --nocapture "${filter[@]}" 2>&1 | tee -a "$log"
+done
 
-models=$(grep -oE 'loom model [A-Za-z0-9]+ \([^)]*\): [0-9]+ executions in [0-9.]+ s' "$log" |
-    sed -E 's/loom model ([A-Za-z0-9]+) \([^)]*\): ([0-9]+) executions in ([0-9.]+) s/\1 \2 \3/' || true)
-count=$(printf '%s\n' "$models" | grep -c . || true)
-executions=$(printf '%s\n' "$models" | awk '{s += $2} END {print s + 0}')
-per_model=$(printf '%s\n' "$models" | awk 'NF {printf "%s%s=%ss", sep, $1, $3; sep=", "}')
-caught=$(grep -oE 'loom mutants: [0-9]+ of [0-9]+ caught' "$log" | tail -1 || true)
-catchers=$(grep -oE 'mutant [A-Za-z]+: caught by [A-Za-z0-9]+' "$log" |
-    sed -E 's/mutant ([A-Za-z]+): caught by ([A-Za-z0-9]+)/\1→\2/' | paste -sd, - || true)
+# One summary line: per gate, its models (executions, seconds) and its
+# negative controls (caught / total, with the catching model).
 parts=()
-if [ "$count" -gt 0 ]; then
-    parts+=("$count models ($executions executions, preemption bound $CRTC_LOOM_PREEMPTIONS; $per_model)")
-fi
-if [ -n "$caught" ]; then
-    parts+=("${caught#loom }${catchers:+ ($catchers)}")
-fi
-summary=$(printf '%s; ' "${parts[@]}")
-echo "loom: ${summary%; }"
+for gate in rwlock seqlock epoch sweep; do
+    # "loom model <gate> <name> (<what>): <n> executions in <t> s (<bounds>[, capped at <cap> executions])"
+    models=$(grep -oE "loom model $gate [A-Za-z0-9_]+ .*: [0-9]+ executions in [0-9.]+ s.*" "$log" |
+        awk '{n = $4; for (i = 1; i <= NF; i++) if ($i == "executions" && $(i+1) == "in") {e = $(i-1); t = $(i+2)}
+              printf "%s %s %s %s\n", n, e, t, (index($0, "capped") ? "capped" : "")}' || true)
+    count=$(printf '%s\n' "$models" | grep -c . || true)
+    part="$gate:"
+    if [ "$count" -gt 0 ]; then
+        executions=$(printf '%s\n' "$models" | awk '{s += $2} END {print s + 0}')
+        per_model=$(printf '%s\n' "$models" | awk 'NF {printf "%s%s=%ss%s", sep, $1, $3, ($4 == "capped" ? "(capped)" : ""); sep=" "}')
+        part+=" $count models, $executions executions ($per_model)"
+    fi
+    caught=$(grep -oE "loom mutants $gate: [0-9]+ of [0-9]+ caught" "$log" | tail -1 | grep -oE '[0-9]+ of [0-9]+' || true)
+    if [ -n "$caught" ]; then
+        catchers=$(grep -oE "mutant [A-Za-z]+ \[$gate\]: caught by [A-Za-z0-9_]+" "$log" |
+            sed -E 's/mutant ([A-Za-z]+) \[[a-z]+\]: caught by ([A-Za-z0-9_]+)/\1→\2/' | paste -sd' ' - || true)
+        label=mutants
+        [ "$gate" = sweep ] && label="negative controls"
+        part+="; $label $caught caught ($catchers)"
+    fi
+    [ "$part" != "$gate:" ] && parts+=("$part")
+done
+summary=$(printf '%s | ' "${parts[@]}")
+echo "loom (preemption bound $CRTC_LOOM_PREEMPTIONS, build ${build}s, total $((SECONDS - start))s): ${summary% | }"

@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
-# shuttle step: whole-tree scenarios (2 writer lanes + 1 reader) under random
-# and PCT schedulers with fixed seeds, checked against the reference model,
-# plus the shuttle negative controls. See verification/tests/shuttle_rwlock.rs.
+# shuttle step: whole-tree scenarios (2 writer lanes + 1 reader) and the
+# decode storms (1 writer lane + 2 readers on one hot leaf) for every gate,
+# built once with --features all-strategies, under random and PCT schedulers
+# with fixed seeds, checked against the reference model; plus the RwLock
+# gate's shuttle negative controls (and, informational, which seqlock and
+# epoch mutants shuttle sees at all: the ordering ones need loom). Test binaries: shuttle_rwlock,
+# shuttle_seqlock, shuttle_epoch (scenarios in
+# verification/src/models/scenarios.rs).
 #
 # Usage: .ci/shuttle.sh [all|scenarios|mutants]   (default: all)
 # Knobs (CI defaults): CRTC_SHUTTLE_ITERS (3000 schedules per scheduler and
-# seed), CRTC_SHUTTLE_SEEDS ("1 2 3"), CRTC_SHUTTLE_MUTANT_ITERS (300).
+# seed), CRTC_SHUTTLE_STORM_ITERS (1000), CRTC_SHUTTLE_SEEDS ("1 2 3"),
+# CRTC_SHUTTLE_MUTANT_ITERS (300), CRTC_SHUTTLE_MUTANTS=0 skips the controls.
 # Builds in its own target dir (${CARGO_TARGET_DIR:-target}/shuttle). Prints
 # one summary line.
 set -euo pipefail
@@ -15,7 +21,7 @@ what=${1:-all}
 case "$what" in
 all) filter=() ;;
 scenarios) filter=(--skip shuttle_mutants) ;;
-mutants) filter=(--exact shuttle_mutants) ;;
+mutants) filter=(shuttle_mutants) ;;
 *)
     echo "usage: $0 [all|scenarios|mutants]" >&2
     exit 2
@@ -25,24 +31,52 @@ esac
 export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }--cfg crtc_shuttle"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/shuttle"
 export CRTC_SHUTTLE_ITERS="${CRTC_SHUTTLE_ITERS:-3000}"
+export CRTC_SHUTTLE_STORM_ITERS="${CRTC_SHUTTLE_STORM_ITERS:-1000}"
 export CRTC_SHUTTLE_SEEDS="${CRTC_SHUTTLE_SEEDS:-1 2 3}"
 export CRTC_SHUTTLE_MUTANT_ITERS="${CRTC_SHUTTLE_MUTANT_ITERS:-300}"
 
+tests=(shuttle_rwlock shuttle_seqlock shuttle_epoch)
+test_args=()
+for t in "${tests[@]}"; do test_args+=(--test "$t"); done
+
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-cargo test -p crtc-verification --release --test shuttle_rwlock -- \
-    --test-threads=1 --nocapture "${filter[@]}" 2>&1 | tee "$log"
+start=$SECONDS
+cargo test -p crtc-verification --release --features all-strategies "${test_args[@]}" --no-run 2>&1 | tail -n 3
+build=$((SECONDS - start))
+for t in "${tests[@]}"; do
+    cargo test -p crtc-verification --release --features all-strategies --test "$t" -- \
+        --test-threads=1 --nocapture "${filter[@]}" 2>&1 | tee -a "$log"
+done
 
-totals=$(grep -oE 'shuttle [a-z ]+ \(fast path (on|off)\): [0-9]+ schedules \(' "$log" || true)
-count=$(printf '%s\n' "$totals" | grep -c . || true)
-schedules=$(printf '%s\n' "$totals" | grep -oE '[0-9]+ schedules' | awk '{s += $1} END {print s + 0}')
-caught=$(grep -oE 'shuttle mutants: ([0-9]+ of [0-9]+ caught|skipped[^)]*\))' "$log" | tail -1 || true)
+# One summary line: per gate, its scenario runs (schedules, seconds), its
+# storms' retry distributions, and its negative controls.
 parts=()
-if [ "$count" -gt 0 ]; then
-    parts+=("$count scenario runs, $schedules schedules (random + pct, seeds [$CRTC_SHUTTLE_SEEDS], $CRTC_SHUTTLE_ITERS per scheduler and seed)")
-fi
-if [ -n "$caught" ]; then
-    parts+=("${caught#shuttle }")
-fi
-summary=$(printf '%s; ' "${parts[@]}")
-echo "shuttle: ${summary%; }"
+for gate in rwlock seqlock epoch; do
+    runs=$(grep -oE "^shuttle $gate [a-z (),-]+: [0-9]+ schedules in [0-9.]+ s" "$log" |
+        sed -E "s/^shuttle $gate ([a-z (),-]+): ([0-9]+) schedules in ([0-9.]+) s/\1|\2|\3/" || true)
+    count=$(printf '%s\n' "$runs" | grep -c . || true)
+    part="$gate:"
+    if [ "$count" -gt 0 ]; then
+        schedules=$(printf '%s\n' "$runs" | awk -F'|' '{s += $2} END {print s + 0}')
+        per_run=$(printf '%s\n' "$runs" | awk -F'|' 'NF {gsub(/ \(fast path /, "/", $1); gsub(/\)/, "", $1); gsub(/decode storm \(/, "storm/", $1); gsub(/ /, "_", $1); printf "%s%s=%ss", sep, $1, $3; sep=" "}')
+        part+=" $count runs, $schedules schedules ($per_run)"
+    fi
+    retries=$(grep -oE "^shuttle $gate retry distribution \(lock step\): .*" "$log" |
+        sed -E 's/.*: [0-9]+ reads in [0-9]+ schedules: restarts\/read mean ([0-9.]+), max ([0-9]+) \(window bound\), ([0-9]+) reads restarted, [0-9]+ restarts, ([0-9]+) pessimistic fallbacks.*/mean \1 max \2 restarts\/read, \4 fallbacks/' || true)
+    reads=$(grep -oE "^shuttle $gate retry distribution \(lock step\): [0-9]+ reads" "$log" | grep -oE '[0-9]+ reads' || true)
+    pure=$(grep -oE "^shuttle $gate retry distribution \(pure\): .*" "$log" |
+        sed -E 's/.*restarts\/read mean ([0-9.]+).* ([0-9]+) pessimistic fallbacks.*/mean \1, \2 fallbacks/' || true)
+    if [ "$gate" != rwlock ] && [ -n "$retries" ]; then
+        part+="; lock-step storm retries: $retries of $reads; pure storm: $pure"
+    fi
+    caught=$(grep -oE "shuttle mutants $gate: ([0-9]+ of [0-9]+ caught( \(informational\))?|skipped)" "$log" | tail -1 | sed -E "s/shuttle mutants $gate: //" || true)
+    if [ -n "$caught" ]; then
+        catchers=$(grep -oE "mutant [A-Za-z]+ \[$gate\]: caught by [a-z_]+" "$log" |
+            sed -E 's/mutant ([A-Za-z]+) \[[a-z]+\]: caught by ([a-z_]+)/\1→\2/' | paste -sd' ' - || true)
+        part+="; mutants $caught${catchers:+ ($catchers)}"
+    fi
+    [ "$part" != "$gate:" ] && parts+=("$part")
+done
+summary=$(printf '%s | ' "${parts[@]}")
+echo "shuttle (seeds [$CRTC_SHUTTLE_SEEDS], $CRTC_SHUTTLE_ITERS/$CRTC_SHUTTLE_STORM_ITERS per scheduler and seed, build ${build}s, total $((SECONDS - start))s): ${summary% | }"

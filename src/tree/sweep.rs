@@ -264,11 +264,28 @@ impl SweepTrigger {
 
     /// Claims the flag unconditionally; false if a sweep is in flight.
     pub fn claim(&self) -> bool {
+        #[cfg(any(crtc_loom, crtc_shuttle))]
+        if crtc_strategies::mutants::Mutant::RacySweepClaim.is_active() {
+            return self.racy_claim();
+        }
         // Acquire: pairs with the Release that freed the flag, so the last
         // sweep's overwrite of the estimates is visible to this one.
         self.in_flight
             .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
             .is_ok()
+    }
+
+    /// Negative control (checker builds, mutant `RacySweepClaim`): a load,
+    /// then a store, so two schedulers that both load `false` both win.
+    #[cfg(any(crtc_loom, crtc_shuttle))]
+    fn racy_claim(&self) -> bool {
+        // Acquire: as in `claim`.
+        if self.in_flight.load(Ordering::Acquire) {
+            return false;
+        }
+        // Relaxed: broken on purpose; the load above decided.
+        self.in_flight.store(true, Ordering::Relaxed);
+        true
     }
 
     /// Whether a sweep is in flight.

@@ -1,7 +1,12 @@
-//! Deliberately broken variants of each strategy's decode append, compiled
-//! only into model-checker builds and selected at run time, so one checker
-//! build runs every negative control. A model that does not fail on a mutant
-//! is too weak; the verification suite asserts that each one is caught.
+//! Deliberately broken variants of each strategy (the RwLock gate's decode
+//! append, the seqlock gate's fences and version bumps, the epoch gate's
+//! publication, retirement and writer exclusion) and of the tree's sweep
+//! claim (checked in `crtc::tree::sweep`), compiled only into
+//! model-checker builds and selected at run time, so one checker build runs
+//! every negative control. The seqlock and epoch hooks are `mutant!(Name)`
+//! checks at the mutation points in their modules. A model that does not
+//! fail on a mutant is too weak; the verification suite asserts that each
+//! one is caught.
 
 use crate::gate::{append_eligibility, AppendMiss};
 use crate::hash::{BlockPair, ExternalSequenceBlockHash, Slot};
@@ -34,6 +39,23 @@ pub enum Mutant {
     DemotingAppendWithoutBump = 8,
     /// Seqlock: a split (any structural commit) does not bump the version.
     SplitWithoutBump = 9,
+    /// Epoch: a new snapshot is published with a Relaxed store, so a reader
+    /// may load the pointer before the snapshot's contents are visible.
+    EpochRelaxedPublish = 10,
+    /// Epoch: the replaced snapshot is retired before the pointer to it is
+    /// overwritten, so a reader pinned in between can load it after its
+    /// grace period began.
+    EpochRetireBeforeUnlink = 11,
+    /// Epoch: an in-place append publishes the buffer's length before it
+    /// writes the pairs.
+    EpochLenBeforePairs = 12,
+    /// Epoch: writers lock a private mutex instead of the node's, so two
+    /// writers on one node run at once.
+    EpochUnexcludedWriters = 13,
+    /// Sweep scheduling: the one-in-flight flag is claimed by a load and a
+    /// later store instead of a compare-and-swap, so two schedulers can both
+    /// win it.
+    RacySweepClaim = 14,
 }
 
 impl Mutant {
@@ -54,8 +76,16 @@ impl Mutant {
         Mutant::SplitWithoutBump,
     ];
 
-    /// Every mutant, for lookups by name.
-    pub const ALL: [Mutant; 9] = [
+    /// The mutants of the epoch gate.
+    pub const EPOCH: [Mutant; 4] = [
+        Mutant::EpochRelaxedPublish,
+        Mutant::EpochRetireBeforeUnlink,
+        Mutant::EpochLenBeforePairs,
+        Mutant::EpochUnexcludedWriters,
+    ];
+
+    /// Every mutant, for lookups by name or id.
+    pub const ALL: [Mutant; 14] = [
         Mutant::SkipInternalCheck,
         Mutant::ClearBitBeforeCutoff,
         Mutant::NoInvalidation,
@@ -65,7 +95,19 @@ impl Mutant {
         Mutant::LenBeforePairs,
         Mutant::DemotingAppendWithoutBump,
         Mutant::SplitWithoutBump,
+        Mutant::EpochRelaxedPublish,
+        Mutant::EpochRetireBeforeUnlink,
+        Mutant::EpochLenBeforePairs,
+        Mutant::EpochUnexcludedWriters,
+        Mutant::RacySweepClaim,
     ];
+
+    /// The mutant with numeric id `id` (`Mutant as u8`; 0 is [`Mutant::None`]).
+    pub fn by_id(id: u8) -> Option<Mutant> {
+        std::iter::once(Mutant::None)
+            .chain(Mutant::ALL)
+            .find(|&m| m as u8 == id)
+    }
 
     /// Makes `self` the active mutant of every gate.
     pub fn select(self) {
@@ -74,11 +116,7 @@ impl Mutant {
 
     /// The active mutant.
     pub fn active() -> Mutant {
-        let id = checker_state::mutant();
-        Mutant::ALL
-            .into_iter()
-            .find(|&m| m as u8 == id)
-            .unwrap_or(Mutant::None)
+        Mutant::by_id(checker_state::mutant()).unwrap_or(Mutant::None)
     }
 
     /// Whether `self` is the active mutant.

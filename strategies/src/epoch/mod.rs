@@ -251,6 +251,16 @@ impl<R: Reclaim> EpochGate<R> {
         f(&View::new(&snap.edge, len, &snap.cover))
     }
 
+    /// The mutex writers serialize on: the node's own. (Mutant: a private
+    /// one in `unshared`, so writers exclude nobody.)
+    #[inline]
+    fn writer_mutex<'m>(&'m self, unshared: &'m mut Option<Mutex<()>>) -> &'m Mutex<()> {
+        if mutant!(EpochUnexcludedWriters) {
+            return unshared.insert(Mutex::new(()));
+        }
+        &self.lock
+    }
+
     fn plan_matches(&self, version: Option<Version>) -> bool {
         // Relaxed: the caller holds the mutex, which orders every bump.
         version.is_none_or(|v| self.plan.load(Ordering::Relaxed) == v.0)
@@ -279,9 +289,28 @@ impl<R: Reclaim> EpochGate<R> {
                 length,
                 replaced_buffer,
             } => {
+                let retire = || {
+                    let old = Retired {
+                        snap: cur as *const Snapshot as *mut Snapshot,
+                        bytes: cur.bytes(),
+                    };
+                    RETIRED_SNAPSHOT_BYTES.add(old.bytes);
+                    R::defer(&R::pin(), move || old.free());
+                };
+                // Mutant (broken on purpose): retires the snapshot while it
+                // is still the published one.
+                let retire_first = mutant!(EpochRetireBeforeUnlink);
+                if retire_first {
+                    retire();
+                }
                 // Release: a reader that loads the new snapshot sees its
-                // coverage and every pair below its length.
-                self.snap.store(Box::into_raw(next), Ordering::Release);
+                // coverage and every pair below its length. (Mutant: Relaxed.)
+                let order = if mutant!(EpochRelaxedPublish) {
+                    Ordering::Relaxed
+                } else {
+                    Ordering::Release
+                };
+                self.snap.store(Box::into_raw(next), order);
                 if replaced_buffer {
                     cur.edge.mark_retired();
                 }
@@ -289,12 +318,9 @@ impl<R: Reclaim> EpochGate<R> {
                     IN_PLACE_APPENDS.bump();
                     cur.edge.publish(len);
                 }
-                let old = Retired {
-                    snap: cur as *const Snapshot as *mut Snapshot,
-                    bytes: cur.bytes(),
-                };
-                RETIRED_SNAPSHOT_BYTES.add(old.bytes);
-                R::defer(&R::pin(), move || old.free());
+                if !retire_first {
+                    retire();
+                }
             }
         }
     }
@@ -307,7 +333,8 @@ impl<R: Reclaim> EpochGate<R> {
         exclusive: bool,
         f: impl FnOnce(&mut Writer<'_>) -> (T, bool),
     ) -> Result<T, Stale> {
-        let lock = self.lock.lock();
+        let mut unshared = None;
+        let lock = self.writer_mutex(&mut unshared).lock();
         if !self.plan_matches(version) {
             return Err(Stale);
         }
@@ -400,7 +427,8 @@ unsafe impl<R: Reclaim> ShapeGate for EpochGate<R> {
         parent: ExternalSequenceBlockHash,
         blocks: &[BlockPair],
     ) -> Result<usize, AppendMiss> {
-        let lock = self.lock.lock();
+        let mut unshared = None;
+        let lock = self.writer_mutex(&mut unshared).lock();
         let cur = self.locked(&lock);
         let mut writer = Writer::new(cur);
         append_eligibility(&writer, slot, parent, blocks)?;

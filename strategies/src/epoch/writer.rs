@@ -171,6 +171,11 @@ impl ShapeWrite for Writer<'_> {
         // In place: past the published length of the shared buffer (or into
         // the private fresh one), so no reader can be reading these positions.
         let edge = self.edge();
+        if mutant!(EpochLenBeforePairs) && self.fresh.is_none() {
+            // Broken on purpose: the shared buffer's length is published
+            // before its pairs are written.
+            edge.publish(needed);
+        }
         for (i, &pair) in blocks.iter().enumerate() {
             edge.write(self.len + i, pair);
         }

@@ -1,18 +1,43 @@
-//! Shared pieces of the model-checker suites (`tests/loom_rwlock.rs` and
-//! `tests/shuttle_rwlock.rs`, built with `--cfg crtc_loom` or
-//! `--cfg crtc_shuttle`): event builders over chained hashes, a tree's
-//! observable final state, scenarios with their serial outcomes, the mutant
-//! switch as a guard, and a child-process runner for negative controls.
+//! Shared pieces of the model-checker suites (`tests/loom_*.rs` and
+//! `tests/shuttle_*.rs`, built with `--cfg crtc_loom` or `--cfg crtc_shuttle`):
+//! event builders over chained hashes, a tree's observable final state,
+//! scenarios with their serial outcomes, the mutant switch as a guard, a
+//! child-process runner for negative controls, and the models themselves,
+//! generic over the gate (`G: ShapeGate`) so every gate's test binary is a
+//! thin list of instantiations:
 //!
-//! Every tree these helpers build uses the facade's primitives, so they must
-//! run inside a model (`loom::model`, a shuttle runner): the models create and
-//! drop their trees inside the model closure.
+//! - [`tree`] (loom): L1–L4 on the real tree (decode append against a
+//!   reader, a split, a removal, a racing append, a planned extension);
+//! - [`gate`] (loom): gate-level torn-read models (a reader against a split,
+//!   a demoting append, a pure append) and two racing appenders;
+//! - [`grace`]: a precise grace-period reclaimer for the checkers, with a
+//!   quarantining allocator that turns a premature free into a model failure;
+//! - [`sweep`] (loom): the one-in-flight sweep scheduling of `SweepTrigger`;
+//! - [`scenarios`] (shuttle): whole-tree scenarios checked against the
+//!   reference model, and the decode storm with reader retry statistics.
+//!
+//! The library has no checker dependency: the test binary hands in its
+//! checker's entry point ([`Explorer`], built by [`loom_explorer!`] or
+//! [`shuttle_explorer!`]), and everything else uses the facade's primitives.
+//! Every tree or gate these helpers build must therefore be created and
+//! dropped inside a model run.
 //!
 //! Why negative controls run in a child process: when a model panics, the
 //! checker abandons the other modelled threads mid-flight (their stacks are
 //! never unwound), so the process-global checker state (pin counter, deferred
 //! frees) may keep entries of a dead execution. A child process confines that
 //! to one run.
+
+#[cfg(crtc_loom)]
+pub mod gate;
+pub mod grace;
+#[cfg(crtc_shuttle)]
+pub mod scenarios;
+pub mod suites;
+#[cfg(crtc_loom)]
+pub mod sweep;
+#[cfg(crtc_loom)]
+pub mod tree;
 
 use crtc::tree::ReclaimConfig;
 use crtc::types::chain::{chain_hash, chained, tail_hash};
@@ -25,6 +50,7 @@ use crtc_strategies::mutants::Mutant;
 use crtc_strategies::ShapeGate;
 use rustc_hash::FxHashSet;
 use std::process::Command;
+use std::time::Instant;
 
 /// Rank `worker`.0.
 pub fn rank(worker: u64) -> WorkerWithDpRank {
@@ -238,9 +264,7 @@ impl Drop for MutantGuard {
 
 /// The mutant with numeric id `id` (`Mutant as u8`).
 pub fn mutant_by_id(id: u8) -> Option<Mutant> {
-    std::iter::once(Mutant::None)
-        .chain(Mutant::RWLOCK)
-        .find(|&m| m as u8 == id)
+    Mutant::by_id(id)
 }
 
 /// Environment variable through which a parent test hands a child process
@@ -316,12 +340,443 @@ pub fn spawn_child(test: &str, mutant: Mutant, model: &str) -> ChildVerdict {
             detail: v.to_string(),
             panic,
         },
+        // A child killed by a signal (an abort from a corrupted heap, say)
+        // did fail, but not cleanly: reported as such. The catchers the
+        // suites name fail cleanly; this is for the all-pairs matrix.
+        None if output.status.code().is_none() => ChildVerdict {
+            caught: true,
+            detail: format!("crashed ({})", output.status),
+            panic: panic.or_else(|| Some(format!("child crashed: {}", output.status))),
+        },
         None => panic!(
             "the child for mutant {mutant:?} / {model} printed no verdict (status {}):\n\
              --- stdout\n{stdout}\n--- stderr\n{stderr}",
             output.status
         ),
     }
+}
+
+/// A checker's entry point, supplied by the test binary (the library does
+/// not depend on loom or shuttle): [`loom_explorer!`] or [`shuttle_explorer!`].
+pub trait Explorer {
+    /// Explores `f`: every execution loom's bounds allow, or the configured
+    /// shuttle schedules. A failing check panics out of this call.
+    /// Returns the number of executions or schedules.
+    fn explore(&self, f: Box<dyn Fn() + Send + Sync>) -> u64;
+    /// [`Explorer::explore`], stopping after `cap` executions if given (loom
+    /// explores depth-first, so a capped run covers the prefix of the
+    /// search). Checkers without a cap ignore it.
+    fn explore_capped(&self, f: Box<dyn Fn() + Send + Sync>, cap: Option<u64>) -> u64 {
+        let _ = cap;
+        self.explore(f)
+    }
+    /// Runs `f` once inside the checker's runtime (single-threaded setup
+    /// that needs the facade's primitives, e.g. serial outcomes).
+    fn once(&self, f: Box<dyn Fn() + Send + Sync>);
+    /// A short description of the bounds, for reports.
+    fn bounds(&self) -> String;
+}
+
+/// Defines `struct $name` implementing [`Explorer`] over loom: the
+/// preemption bound is `CRTC_LOOM_PREEMPTIONS`, else `LOOM_MAX_PREEMPTIONS`,
+/// else 2; the branch limit is `LOOM_MAX_BRANCHES`, else 100 000 (one store
+/// on the real tree is a few hundred loom operations, all counted); loom's
+/// other `LOOM_*` variables apply. Use it in a test binary that has loom as
+/// a dependency.
+#[macro_export]
+macro_rules! loom_explorer {
+    ($name:ident) => {
+        /// loom as the models' checker.
+        #[derive(Clone, Copy, Debug, Default)]
+        struct $name;
+
+        impl $name {
+            fn builder() -> ::loom::model::Builder {
+                let mut builder = ::loom::model::Builder::new();
+                if ::std::env::var("LOOM_MAX_BRANCHES").is_err() {
+                    builder.max_branches = 100_000;
+                }
+                builder
+            }
+        }
+
+        impl $crate::models::Explorer for $name {
+            fn explore(&self, f: Box<dyn Fn() + Send + Sync>) -> u64 {
+                $crate::models::Explorer::explore_capped(self, f, None)
+            }
+            fn explore_capped(&self, f: Box<dyn Fn() + Send + Sync>, cap: Option<u64>) -> u64 {
+                let mut builder = Self::builder();
+                builder.preemption_bound = Some($crate::models::preemption_bound());
+                builder.max_permutations = cap.map(|c| c as usize);
+                $crate::models::count_executions(move |f| builder.check(f), f)
+            }
+            fn once(&self, f: Box<dyn Fn() + Send + Sync>) {
+                Self::builder().check(f);
+            }
+            fn bounds(&self) -> String {
+                format!("preemption bound {}", $crate::models::preemption_bound())
+            }
+        }
+    };
+}
+
+/// The loom preemption bound: `CRTC_LOOM_PREEMPTIONS`, else
+/// `LOOM_MAX_PREEMPTIONS`, else 2.
+pub fn preemption_bound() -> usize {
+    ["CRTC_LOOM_PREEMPTIONS", "LOOM_MAX_PREEMPTIONS"]
+        .iter()
+        .find_map(|name| std::env::var(name).ok())
+        .map(|v| v.trim().parse().expect("a preemption bound"))
+        .unwrap_or(2)
+}
+
+thread_local! {
+    /// Executions of the model being explored (the checkers run every
+    /// modelled thread on the test's OS thread).
+    static EXECUTIONS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Runs `check` (a checker's exploration of a closure) on `f`, counting the
+/// executions it runs.
+pub fn count_executions(
+    check: impl FnOnce(Box<dyn Fn() + Send + Sync>),
+    f: Box<dyn Fn() + Send + Sync>,
+) -> u64 {
+    EXECUTIONS.with(|c| c.set(0));
+    check(Box::new(move || {
+        EXECUTIONS.with(|c| c.set(c.get() + 1));
+        f();
+    }));
+    EXECUTIONS.with(std::cell::Cell::get)
+}
+
+/// Runs `f` once under `explorer` and returns its result (handed out of the
+/// checker's closure through a thread-local: the checkers run on the
+/// caller's OS thread).
+pub fn run_once<T: 'static>(
+    explorer: &dyn Explorer,
+    f: impl Fn() -> T + Send + Sync + 'static,
+) -> T {
+    thread_local! {
+        static OUT: std::cell::RefCell<Option<Box<dyn std::any::Any>>> =
+            const { std::cell::RefCell::new(None) };
+    }
+    explorer.once(Box::new(move || {
+        let value = f();
+        OUT.with(|o| *o.borrow_mut() = Some(Box::new(value)));
+    }));
+    OUT.with(|o| o.borrow_mut().take())
+        .and_then(|v| v.downcast::<T>().ok())
+        .map(|v| *v)
+        .expect("the one-execution run ran")
+}
+
+/// [`summarize`], noting when the exploration stopped at `cap`.
+pub fn summarize_capped(
+    explorer: &dyn Explorer,
+    cap: Option<u64>,
+    explore: impl FnOnce() -> u64,
+) -> String {
+    let start = Instant::now();
+    let executions = explore();
+    let capped = match cap {
+        Some(cap) if executions + 1 >= cap => format!(", capped at {cap} executions"),
+        _ => String::new(),
+    };
+    format!(
+        "{executions} executions in {:.1} s ({}{capped})",
+        start.elapsed().as_secs_f64(),
+        explorer.bounds()
+    )
+}
+
+/// One named model of a test binary.
+pub struct NamedModel {
+    /// Short name (the negative controls' children find it by this).
+    pub name: &'static str,
+    /// What it checks, for reports.
+    pub what: &'static str,
+    /// Explores it; panics when a check fails; returns a summary
+    /// (`"<n> executions in <t> s (<bounds>)"`).
+    pub run: Box<dyn Fn() -> String>,
+}
+
+impl std::fmt::Debug for NamedModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NamedModel")
+            .field("name", &self.name)
+            .field("what", &self.what)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Times `explore` and formats the usual summary.
+pub fn summarize(explorer: &dyn Explorer, explore: impl FnOnce() -> u64) -> String {
+    let start = Instant::now();
+    let executions = explore();
+    format!(
+        "{executions} executions in {:.1} s ({})",
+        start.elapsed().as_secs_f64(),
+        explorer.bounds()
+    )
+}
+
+/// The models of one test binary, for one gate.
+#[derive(Debug)]
+pub struct Suite {
+    /// `"loom"` or `"shuttle"`.
+    pub checker: &'static str,
+    /// The gate's name in reports.
+    pub gate: &'static str,
+    /// The models.
+    pub models: Vec<NamedModel>,
+}
+
+impl Suite {
+    /// The model named `name`.
+    pub fn model(&self, name: &str) -> &NamedModel {
+        self.models
+            .iter()
+            .find(|m| m.name == name)
+            .unwrap_or_else(|| panic!("no model {name} in the {} suite", self.gate))
+    }
+
+    /// Runs the model named `name` and prints
+    /// `"<checker> model <gate> <name> (<what>): <summary>"`.
+    pub fn report(&self, name: &str) {
+        let model = self.model(name);
+        let summary = (model.run)();
+        println!(
+            "{} model {} {} ({}): {summary}",
+            self.checker, self.gate, model.name, model.what
+        );
+    }
+
+    /// The body of a negative-control test named `test`. In a child (see
+    /// [`child_request`]) it runs the requested model under the requested
+    /// mutant. In the parent it runs, for every `(mutant, catchers)` entry,
+    /// the catchers in child processes until one fails (all of them if
+    /// `CRTC_MUTANT_MATRIX=1`), prints one line per run and a summary line
+    /// `"<checker> mutants <gate>: <k> of <n> caught"`, and fails if a
+    /// mutant survived all its catchers. Each entry is `(mutant, label,
+    /// catchers)`; the label names it in reports.
+    pub fn expect_failures(&self, test: &str, entries: &[(Mutant, String, Vec<&'static str>)]) {
+        let survivors = self.run_controls(test, entries, "caught");
+        assert!(
+            survivors.is_empty(),
+            "{} mutants no {} model caught: {survivors:?}",
+            self.gate,
+            self.checker
+        );
+    }
+
+    /// Like [`Suite::mutants`], but a survivor does not fail the test: for
+    /// mutants this checker cannot see by design (shuttle runs every atomic
+    /// as SeqCst, so a missing fence is invisible to it). The summary line
+    /// says `"<k> of <n> caught (informational)"`.
+    pub fn survey_mutants(
+        &self,
+        test: &str,
+        mutants: &[Mutant],
+        catchers: impl Fn(Mutant) -> Vec<&'static str>,
+    ) {
+        self.run_controls(test, &labelled(mutants, catchers), "caught (informational)");
+    }
+
+    /// Runs the negative controls (or, in a child, the requested one) and
+    /// returns the labels of the survivors.
+    fn run_controls(
+        &self,
+        test: &str,
+        entries: &[(Mutant, String, Vec<&'static str>)],
+        verdict: &str,
+    ) -> Vec<String> {
+        if let Some((mutant, model)) = child_request() {
+            let model = self.model(&model);
+            child_run(mutant, model.name, || (model.run)());
+            return Vec::new();
+        }
+        let matrix = std::env::var("CRTC_MUTANT_MATRIX").is_ok_and(|v| v == "1");
+        let mut survivors = Vec::new();
+        for (mutant, label, catchers) in entries {
+            let catchers: Vec<&str> = if matrix {
+                self.models.iter().map(|m| m.name).collect()
+            } else {
+                catchers.clone()
+            };
+            let mut caught = false;
+            for model in catchers {
+                let start = Instant::now();
+                let verdict = spawn_child(test, *mutant, model);
+                let secs = start.elapsed().as_secs_f64();
+                if verdict.caught {
+                    let why = verdict.panic.unwrap_or_default();
+                    println!(
+                        "mutant {label} [{}]: caught by {model} in {secs:.1} s ({why})",
+                        self.gate
+                    );
+                    caught = true;
+                    if !matrix {
+                        break;
+                    }
+                } else {
+                    println!(
+                        "mutant {label} [{}]: survived {model} in {secs:.1} s ({})",
+                        self.gate, verdict.detail
+                    );
+                }
+            }
+            if !caught {
+                survivors.push(label.clone());
+            }
+        }
+        println!(
+            "{} mutants {}: {} of {} {verdict}",
+            self.checker,
+            self.gate,
+            entries.len() - survivors.len(),
+            entries.len()
+        );
+        survivors
+    }
+
+    /// [`Suite::expect_failures`] for `mutants`, each labelled with its
+    /// name, caught by `catchers(mutant)`.
+    pub fn mutants(
+        &self,
+        test: &str,
+        mutants: &[Mutant],
+        catchers: impl Fn(Mutant) -> Vec<&'static str>,
+    ) {
+        self.expect_failures(test, &labelled(mutants, catchers));
+    }
+}
+
+/// Negative-control entries for `mutants`: each labelled with its name and
+/// paired with the models `catchers` names for it.
+fn labelled(
+    mutants: &[Mutant],
+    catchers: impl Fn(Mutant) -> Vec<&'static str>,
+) -> Vec<(Mutant, String, Vec<&'static str>)> {
+    mutants
+        .iter()
+        .map(|&m| (m, format!("{m:?}"), catchers(m)))
+        .collect()
+}
+
+/// Schedules of a shuttle exploration: random and PCT schedulers, each
+/// seeded with every seed, `iters` schedules per (scheduler, seed).
+#[derive(Clone, Debug)]
+pub struct ShuttlePlan {
+    /// Schedules per (scheduler, seed).
+    pub iters: usize,
+    /// Seeds.
+    pub seeds: Vec<u64>,
+    /// PCT's bug depth.
+    pub pct_depth: usize,
+}
+
+impl ShuttlePlan {
+    /// `CRTC_SHUTTLE_ITERS` (default `default_iters`) schedules per
+    /// scheduler and seed, seeds `CRTC_SHUTTLE_SEEDS` (default `1 2 3`),
+    /// PCT depth 3.
+    pub fn from_env(default_iters: usize) -> Self {
+        Self::with_iters(env_number("CRTC_SHUTTLE_ITERS", default_iters))
+    }
+
+    /// `iters` schedules per scheduler and seed, seeds from the environment.
+    pub fn with_iters(iters: usize) -> Self {
+        let spec = std::env::var("CRTC_SHUTTLE_SEEDS").unwrap_or_else(|_| "1 2 3".to_string());
+        let seeds = spec
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|s| !s.is_empty())
+            .map(|s| s.parse().expect("CRTC_SHUTTLE_SEEDS: numbers"))
+            .collect();
+        Self {
+            iters,
+            seeds,
+            pct_depth: 3,
+        }
+    }
+
+    /// A description for reports.
+    pub fn describe(&self) -> String {
+        format!(
+            "random + pct depth {}, seeds {:?}, {} each",
+            self.pct_depth, self.seeds, self.iters
+        )
+    }
+}
+
+/// A numeric environment variable, or `default`.
+pub fn env_number(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .map(|v| {
+            v.trim()
+                .parse()
+                .unwrap_or_else(|_| panic!("{name}: a number"))
+        })
+        .unwrap_or(default)
+}
+
+/// Defines `struct $name(ShuttlePlan)` implementing [`Explorer`] over
+/// shuttle's random and PCT schedulers (every atomic is SeqCst under
+/// shuttle, and its warning about that is silenced). Use it in a test
+/// binary that has shuttle as a dependency.
+#[macro_export]
+macro_rules! shuttle_explorer {
+    ($name:ident) => {
+        /// shuttle as the models' checker.
+        #[derive(Clone, Debug)]
+        struct $name($crate::models::ShuttlePlan);
+
+        impl $name {
+            fn config() -> ::shuttle::Config {
+                let mut config = ::shuttle::Config::new();
+                config.stack_size = 0x40000;
+                config.silence_warnings = true;
+                config
+            }
+        }
+
+        impl $crate::models::Explorer for $name {
+            fn explore(&self, f: Box<dyn Fn() + Send + Sync>) -> u64 {
+                use ::shuttle::scheduler::{PctScheduler, RandomScheduler};
+                let f = ::crtc_strategies::sync::Arc::new(f);
+                let mut total = 0u64;
+                for &seed in &self.0.seeds {
+                    for pct in [false, true] {
+                        let start = ::std::time::Instant::now();
+                        let run = ::crtc_strategies::sync::Arc::clone(&f);
+                        let body = move || run();
+                        let ran = if pct {
+                            let scheduler =
+                                PctScheduler::new_from_seed(seed, self.0.pct_depth, self.0.iters);
+                            ::shuttle::Runner::new(scheduler, Self::config()).run(body)
+                        } else {
+                            let scheduler = RandomScheduler::new_from_seed(seed, self.0.iters);
+                            ::shuttle::Runner::new(scheduler, Self::config()).run(body)
+                        };
+                        println!(
+                            "  shuttle {} seed {seed}: {ran} schedules in {:.1} s",
+                            if pct { "pct" } else { "random" },
+                            start.elapsed().as_secs_f64()
+                        );
+                        total += ran as u64;
+                    }
+                }
+                total
+            }
+            fn once(&self, f: Box<dyn Fn() + Send + Sync>) {
+                let scheduler = ::shuttle::scheduler::RandomScheduler::new_from_seed(0, 1);
+                ::shuttle::Runner::new(scheduler, Self::config()).run(f);
+            }
+            fn bounds(&self) -> String {
+                self.0.describe()
+            }
+        }
+    };
 }
 
 /// Bounds on a score read while events apply concurrently.

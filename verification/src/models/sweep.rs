@@ -1,0 +1,169 @@
+//! loom model of the stale-leaf sweep scheduling (issue 6, item 5) on the
+//! real [`SweepTrigger`] with a fixed clock.
+//!
+//! Two schedulers (a spawned lane thread and the main thread) each fold a
+//! tally that makes a sweep due by volume, then try to claim it; a winner
+//! "sweeps" (a shared counter of sweeps in flight goes up and down around
+//! it) and finishes with an exact recount (no dead blocks left).
+//!
+//! Checks:
+//!
+//! - **at most one sweep in flight**: a sweeper that enters while another
+//!   is inside fails the model;
+//! - **the flag is never left set while a sweep is due**: after the join,
+//!   nothing is in flight, and if the estimates say a sweep is due (volume
+//!   rule and duty-cycle gap) a fresh claim wins it;
+//! - at least one sweep ran (a due sweep is never lost: a scheduler whose
+//!   claim fails lost it to a sweep that runs).
+//!
+//! Negative controls, each of which the same model must fail on:
+//!
+//! - **racy claim**: the mutant `RacySweepClaim` turns the trigger's own
+//!   compare-and-swap into a load and a later store (checker builds only,
+//!   in `SweepTrigger::claim`); two sweeps run at once;
+//! - **leaky claim** ([`Claim::Leaky`]): a caller that wins the claim and
+//!   gives it up (the sweep task could not be sent) without `cancel()`: the
+//!   flag stays set while a sweep is due.
+
+use super::{summarize, Explorer, NamedModel};
+use crtc::tree::{ReclaimConfig, SweepTrigger};
+use crtc_strategies::sync::atomic::{AtomicUsize, Ordering};
+use crtc_strategies::sync::{thread, Arc};
+
+/// The fixed clock (microseconds).
+const NOW: u64 = 1_000;
+/// Blocks each scheduler folds as linked, and as dead.
+const LINKED: i64 = 4;
+const DEAD: i64 = 2;
+
+/// How a scheduler claims the sweep.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Claim {
+    /// `SweepTrigger::try_claim`, run and finished.
+    Correct,
+    /// Negative control: a winner that drops its claim without cancelling.
+    Leaky,
+}
+
+impl Claim {
+    /// Short name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Claim::Correct => "sweep_claim",
+            Claim::Leaky => "leaky_claim",
+        }
+    }
+
+    /// What the model checks.
+    pub fn what(self) -> &'static str {
+        match self {
+            Claim::Correct => "one sweep in flight, flag never stuck, 2 schedulers",
+            Claim::Leaky => "negative control: claim dropped without cancel",
+        }
+    }
+
+    /// Explores the model; panics when a check fails. Returns a summary.
+    pub fn check(self, explorer: &dyn Explorer) -> String {
+        summarize(explorer, || explorer.explore(Box::new(move || run(self))))
+    }
+
+    /// The model as a [`NamedModel`].
+    pub fn named(self, explorer: impl Explorer + 'static) -> NamedModel {
+        NamedModel {
+            name: self.name(),
+            what: self.what(),
+            run: Box::new(move || self.check(&explorer)),
+        }
+    }
+}
+
+/// What one scheduler's attempt did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Attempt {
+    /// Claimed and swept.
+    Swept,
+    /// Claimed and gave the claim up.
+    GaveUp,
+    /// Found the flag held by a sweep that was still running.
+    Waited,
+    /// Found no sweep due.
+    NotDue,
+}
+
+struct Shared {
+    trigger: SweepTrigger,
+    /// Sweeps between their claim and their finish.
+    running: AtomicUsize,
+    /// Sweeps finished.
+    swept: AtomicUsize,
+}
+
+/// The sweep a winner runs: at most one may be inside.
+fn sweep(shared: &Shared) {
+    // Relaxed (both counters): the model's own bookkeeping; the flag's
+    // Acquire/Release orders the sweeps themselves.
+    let inside = shared.running.fetch_add(1, Ordering::Relaxed) + 1;
+    assert_eq!(inside, 1, "two sweeps in flight");
+    let (linked, _) = shared.trigger.estimates();
+    thread::yield_now();
+    shared.running.fetch_sub(1, Ordering::Relaxed);
+    shared.swept.fetch_add(1, Ordering::Relaxed);
+    // The exact recount: every dead block was reclaimed.
+    // A zero duration keeps the duty-cycle gap at `min_gap` (zero).
+    shared.trigger.finish(NOW, 0, linked, 0);
+}
+
+/// One scheduler: fold a tally, then try to claim the sweep; a leaky
+/// scheduler (`claim` is [`Claim::Leaky`] and `leaks`) gives a won claim up.
+fn schedule(shared: &Shared, claim: Claim, leaks: bool) -> Attempt {
+    shared.trigger.add(LINKED, DEAD);
+    let won = shared.trigger.try_claim(|| NOW).is_some();
+    if won {
+        if claim == Claim::Leaky && leaks {
+            return Attempt::GaveUp;
+        }
+        sweep(shared);
+        return Attempt::Swept;
+    }
+    if shared.trigger.volume_ready() {
+        Attempt::Waited
+    } else {
+        Attempt::NotDue
+    }
+}
+
+fn run(claim: Claim) {
+    let shared = Arc::new(Shared {
+        trigger: SweepTrigger::new(ReclaimConfig::eager()),
+        running: AtomicUsize::new(0),
+        swept: AtomicUsize::new(0),
+    });
+    let others: Vec<_> = (0..1)
+        .map(|i| {
+            let shared = Arc::clone(&shared);
+            // The leaky control's spawned scheduler gives its claim up.
+            thread::spawn(move || schedule(&shared, claim, i == 0))
+        })
+        .collect();
+    let mine = schedule(&shared, claim, false);
+    let mut attempts: Vec<Attempt> = others
+        .into_iter()
+        .map(|h| h.join().expect("a scheduler panicked"))
+        .collect();
+    attempts.push(mine);
+    let trigger = &shared.trigger;
+    assert!(
+        !trigger.in_flight(),
+        "the in-flight flag is left set after every scheduler returned ({attempts:?})"
+    );
+    // Relaxed: every thread joined.
+    let swept = shared.swept.load(Ordering::Relaxed);
+    assert!(swept >= 1, "a due sweep was lost ({attempts:?})");
+    if trigger.volume_ready() && trigger.gap_elapsed(NOW) {
+        assert!(
+            trigger.try_claim(|| NOW).is_some(),
+            "a sweep is due but cannot be claimed ({attempts:?})"
+        );
+        trigger.cancel();
+    }
+}

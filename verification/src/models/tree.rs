@@ -1,0 +1,440 @@
+//! loom models of the decode append on the real tree (DESIGN §10,
+//! sync-anchors §7.6), generic over the gate. Two ranks, A (lane 0) and B
+//! (lane 1), both full on the leaf `[1,2,3,4]` after the setup:
+//!
+//! - **L1** A appends `[5]` under 4 on the fast path while a reader thread
+//!   scores `[1,2,3,4,5]`: the reader sees the scores before or after the
+//!   append (A 4 or 5, B 4), nothing else.
+//! - **L2r** B stores `[9]` under `[1,2]` (a split at 2, a new parent and two
+//!   children) while a reader scores `[1,2,9]`: before (A 2, B 2) or after
+//!   (B 3), nothing else. The reader half of L2, on its own.
+//! - **L3r** B evicts `[3,4]` while a reader scores `[1,2,3,4]`: before (B 4)
+//!   or after (B 2). The reader half of L3, on its own.
+//! - **L2** A appends `[5]`, then stores `[7]` under `[1,2]`; B stores `[9]`
+//!   under `[1,2]`. Both divergent stores split the leaf at 2.
+//! - **L3** A appends `[5]` under 4 while B evicts `[3,4]` of the shared leaf.
+//! - **L4a** A appends `[5]` and B appends `[6]`, both under 4: exactly one
+//!   fast path wins, the other store splits.
+//! - **L4b** A appends `[5]` under 4 while B stores `[4,8]` under `[1,2,3]`:
+//!   B's general path plans "reuse 4 and extend the leaf" with a version that
+//!   A's append must invalidate.
+//!
+//! In L2–L4 a reader thread reads queries while the writers run ([`Reads`]
+//! says which); each read must stay within its bounds (`ReadBounds`): at
+//! most the blocks the rank ever stored (C1), at least the blocks it held
+//! throughout.
+//!
+//! L2–L4 compare the final state (scores of a fixed query set, the sorted
+//! dump with event ids zeroed, the node count) with the set of serial
+//! outcomes: the same events applied in every serial order (each thread's
+//! own order kept) on fresh trees with the fast path off. The serial
+//! outcomes are computed once, in a one-execution model before the
+//! exploration (a tree needs the checker's runtime to run; computing them
+//! inside every explored execution would double its cost without exploring
+//! anything).
+
+use super::{
+    is_fast, model_config, observe, query, rank, remove, run_once, store, summarize_capped,
+    Explorer, NamedModel, Observation, Scenario,
+};
+use crtc::types::{RouterEvent, WorkerWithDpRank};
+use crtc_strategies::sync::{thread, Arc};
+use crtc_strategies::ShapeGate;
+use std::ops::RangeInclusive;
+
+const A: u64 = 1;
+const B: u64 = 2;
+const LEAF: [u64; 4] = [1, 2, 3, 4];
+/// The query the L1 reader scores.
+const L1_QUERY: [u64; 5] = [1, 2, 3, 4, 5];
+
+/// How much of a model to explore: the reads of L2–L4 and an optional cap
+/// on loom's executions (the depth-first prefix of the exploration; the
+/// summary says when the cap was reached).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Budget {
+    /// The concurrent reads of L2–L4.
+    pub reads: Reads,
+    /// Most executions to explore (`None`: all of them).
+    pub cap: Option<u64>,
+}
+
+impl Budget {
+    /// Every execution, with `reads`.
+    pub fn full(reads: Reads) -> Self {
+        Self { reads, cap: None }
+    }
+
+    /// `self`, overridden by `CRTC_LOOM_READS` and `CRTC_LOOM_CAP` (a number;
+    /// 0 removes the cap).
+    pub fn from_env(self) -> Self {
+        let cap = match std::env::var("CRTC_LOOM_CAP") {
+            Ok(v) => match v.trim().parse().expect("CRTC_LOOM_CAP: a number") {
+                0 => None,
+                n => Some(n),
+            },
+            Err(_) => self.cap,
+        };
+        Self {
+            reads: Reads::from_env(self.reads),
+            cap,
+        }
+    }
+}
+
+/// Which queries the reader thread reads while the writers of L2–L4 run.
+///
+/// Every read of an optimistic gate races the writers' payload stores, and
+/// loom explores every store each of its loads may return, so the number of
+/// concurrent reads drives the cost of the model. `All` reads every query of
+/// the model; `First` only the first one (the longest, which walks every node
+/// the writers touch).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reads {
+    /// Every query of the model.
+    All,
+    /// The model's first query.
+    First,
+    /// No concurrent reads (the writers alone).
+    None,
+}
+
+impl Reads {
+    /// `CRTC_LOOM_READS` (`all`, `first` or `none`), else `default`.
+    pub fn from_env(default: Reads) -> Reads {
+        match std::env::var("CRTC_LOOM_READS").as_deref() {
+            Ok("all") => Reads::All,
+            Ok("first") => Reads::First,
+            Ok("none") => Reads::None,
+            Ok(other) => panic!("CRTC_LOOM_READS: `all`, `first` or `none`, not {other:?}"),
+            Err(_) => default,
+        }
+    }
+}
+
+/// The tree models.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Model {
+    /// Fast append vs reader.
+    L1,
+    /// Reader vs a divergent store splitting the leaf (B's store of L2).
+    L2r,
+    /// Reader vs a removal on the leaf (B's removal of L3).
+    L3r,
+    /// Fast append vs divergent stores splitting the leaf.
+    L2,
+    /// Fast append vs removal on the leaf.
+    L3,
+    /// Two ranks racing appends on a shared leaf.
+    L4a,
+    /// Fast append vs a planned leaf extension.
+    L4b,
+}
+
+/// What the preliminary (single-threaded) run computes for a model.
+#[derive(Clone, Debug)]
+pub struct Preliminary {
+    /// Final states of every serial order, fast path off.
+    pub serial: Vec<Observation>,
+    /// The reader models: the reader's query (the first) scored right
+    /// after the setup.
+    pub before: Vec<(WorkerWithDpRank, u32)>,
+}
+
+impl Model {
+    /// Every model.
+    pub const ALL: [Model; 7] = [
+        Model::L1,
+        Model::L2r,
+        Model::L3r,
+        Model::L2,
+        Model::L3,
+        Model::L4a,
+        Model::L4b,
+    ];
+
+    /// Whether the model is a single reader against one writer, whose read
+    /// must equal the scores before or after the write.
+    pub fn is_reader_model(self) -> bool {
+        matches!(self, Model::L1 | Model::L2r | Model::L3r)
+    }
+
+    /// Short name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Model::L1 => "L1",
+            Model::L2r => "L2r",
+            Model::L3r => "L3r",
+            Model::L2 => "L2",
+            Model::L3 => "L3",
+            Model::L4a => "L4a",
+            Model::L4b => "L4b",
+        }
+    }
+
+    /// Both ranks full on the leaf `[1,2,3,4]`: A on lane 0, B on lane 1.
+    fn setup() -> Vec<(usize, RouterEvent)> {
+        vec![(0, store(A, &[], &LEAF)), (1, store(B, &[], &LEAF))]
+    }
+
+    /// The model's scenario.
+    pub fn scenario(self) -> Scenario {
+        let (name, threads, queries): (_, Vec<Vec<_>>, Vec<Vec<u64>>) = match self {
+            Model::L1 => (
+                "fast append vs reader",
+                vec![vec![store(A, &LEAF, &[5])], vec![]],
+                vec![L1_QUERY.to_vec(), LEAF.to_vec()],
+            ),
+            Model::L2r => (
+                "reader vs divergent store splitting the leaf",
+                vec![vec![], vec![store(B, &[1, 2], &[9])]],
+                vec![vec![1, 2, 9], LEAF.to_vec(), vec![1, 2]],
+            ),
+            Model::L3r => (
+                "reader vs removal on the leaf",
+                vec![vec![], vec![remove(B, &[1, 2], &[3, 4])]],
+                vec![LEAF.to_vec(), vec![1, 2]],
+            ),
+            Model::L2 => (
+                "fast append vs divergent store splitting the leaf",
+                vec![
+                    vec![store(A, &LEAF, &[5]), store(A, &[1, 2], &[7])],
+                    vec![store(B, &[1, 2], &[9])],
+                ],
+                vec![
+                    vec![1, 2, 3, 4, 5],
+                    LEAF.to_vec(),
+                    vec![1, 2, 7],
+                    vec![1, 2, 9],
+                    vec![1, 2],
+                ],
+            ),
+            Model::L3 => (
+                "fast append vs removal on the leaf",
+                vec![
+                    vec![store(A, &LEAF, &[5])],
+                    vec![remove(B, &[1, 2], &[3, 4])],
+                ],
+                vec![vec![1, 2, 3, 4, 5], LEAF.to_vec(), vec![1, 2]],
+            ),
+            Model::L4a => (
+                "two ranks racing appends on a shared leaf",
+                vec![vec![store(A, &LEAF, &[5])], vec![store(B, &LEAF, &[6])]],
+                vec![vec![1, 2, 3, 4, 5], vec![1, 2, 3, 4, 6], LEAF.to_vec()],
+            ),
+            Model::L4b => (
+                "fast append vs a planned leaf extension",
+                vec![
+                    vec![store(A, &LEAF, &[5])],
+                    vec![store(B, &[1, 2, 3], &[4, 8])],
+                ],
+                vec![vec![1, 2, 3, 4, 5], vec![1, 2, 3, 4, 8], LEAF.to_vec()],
+            ),
+        };
+        Scenario {
+            name,
+            setup: Self::setup(),
+            threads,
+            queries,
+        }
+    }
+
+    /// How many of the threads' stores the fast path may apply.
+    pub fn fast_hits(self) -> RangeInclusive<usize> {
+        match self {
+            // A's append always finds A full on the tail.
+            Model::L1 | Model::L3 => 1..=1,
+            // No store at a tail.
+            Model::L2r | Model::L3r => 0..=0,
+            // A's `[5]` misses after B's split (stale entry); `[7]` never hits.
+            Model::L2 => 0..=1,
+            // Exactly one of the two appends wins.
+            Model::L4a => 1..=1,
+            // A hits unless B extended first; B's parent is never the tail.
+            Model::L4b => 0..=1,
+        }
+    }
+
+    /// Serial outcomes: L4b has two (A first splits twice, B first extends
+    /// then splits once), the others one.
+    pub fn expected_serial_outcomes(self) -> usize {
+        if self == Model::L4b {
+            2
+        } else {
+            1
+        }
+    }
+
+    /// Computes the serial outcomes (and the reader models' before-scores)
+    /// in a one-execution run.
+    pub fn preliminary<G: ShapeGate>(self, explorer: &dyn Explorer) -> Preliminary {
+        let scenario = self.scenario();
+        run_once(explorer, move || {
+            let serial = scenario.serial_outcomes::<G>();
+            let (tree, lanes) = scenario.prepare::<G>(model_config(false));
+            let before = tree
+                .find_matches(&query(&scenario.queries[0]), false)
+                .sorted();
+            drop(lanes);
+            drop(tree);
+            Preliminary { serial, before }
+        })
+    }
+
+    /// Explores the model for gate `G`; panics when a check fails. Returns a
+    /// summary.
+    pub fn check<G: ShapeGate>(self, explorer: &dyn Explorer, budget: Budget) -> String {
+        let preliminary = self.preliminary::<G>(explorer);
+        if self == Model::L1 {
+            let (a, b) = (rank(A), rank(B));
+            assert_eq!(preliminary.before, vec![(a, 4), (b, 4)], "L1 before");
+            let after = &preliminary.serial[0].scores[0].1;
+            assert_eq!(after, &vec![(a, 5), (b, 4)], "L1 after");
+        }
+        if self.is_reader_model() {
+            assert_ne!(
+                preliminary.before,
+                preliminary.serial[0].scores[0].1,
+                "{}: the write must change the reader's scores",
+                self.name()
+            );
+        }
+        let scenario = self.scenario();
+        let reads = budget.reads;
+        summarize_capped(explorer, budget.cap, || {
+            explorer.explore_capped(
+                Box::new(move || run::<G>(self, &scenario, &preliminary, reads)),
+                budget.cap,
+            )
+        })
+    }
+
+    /// The model as a [`NamedModel`] for gate `G`.
+    pub fn named<G: ShapeGate>(
+        self,
+        explorer: impl Explorer + 'static,
+        budget: Budget,
+    ) -> NamedModel {
+        NamedModel {
+            name: self.name(),
+            what: self.scenario().name,
+            run: Box::new(move || self.check::<G>(&explorer, budget)),
+        }
+    }
+}
+
+/// One explored execution of `model`.
+fn run<G: ShapeGate>(model: Model, scenario: &Scenario, preliminary: &Preliminary, reads: Reads) {
+    let (tree, lanes) = scenario.prepare::<G>(model_config(true));
+    let tree = Arc::new(tree);
+    let writers: Vec<_> = lanes
+        .into_iter()
+        .zip(scenario.threads.iter().cloned())
+        .filter(|(_, events)| !events.is_empty())
+        .map(|(mut lane, events)| {
+            let tree = Arc::clone(&tree);
+            thread::spawn(move || {
+                let outcomes: Vec<_> = events
+                    .iter()
+                    .map(|event| tree.apply_event(&mut lane, event))
+                    .collect();
+                (outcomes, lane)
+            })
+        })
+        .collect();
+    // The reader thread is spawned after the writers, so loom's first
+    // execution runs the writers before the reads: loom's DPOR keeps only
+    // the last access per location, and a writer that loads a location
+    // before storing it would hide an earlier concurrent read of it (see
+    // `gate::dpor_sanity`). L1 reads its query; L2–L4 read `reads`.
+    let queries: Vec<Vec<u64>> = match (model, reads) {
+        (m, _) if m.is_reader_model() => scenario.queries[..1].to_vec(),
+        (_, Reads::All) => scenario.queries.clone(),
+        (_, Reads::First) => scenario.queries[..1].to_vec(),
+        (_, Reads::None) => Vec::new(),
+    };
+    let reader = {
+        let tree = Arc::clone(&tree);
+        thread::spawn(move || {
+            queries
+                .into_iter()
+                .map(|q| {
+                    let scores = tree.find_matches(&query(&q), false);
+                    (q, scores)
+                })
+                .collect::<Vec<_>>()
+        })
+    };
+    let results: Vec<_> = writers
+        .into_iter()
+        .map(|h| h.join().expect("a writer thread panicked"))
+        .collect();
+    let mut concurrent = reader.join().expect("the reader thread panicked");
+    let read = model
+        .is_reader_model()
+        .then(|| concurrent.remove(0).1.sorted());
+    let mut hits = 0;
+    let mut rejected = Vec::new();
+    for (outcomes, _) in &results {
+        for outcome in outcomes {
+            match outcome {
+                Ok(outcome) => hits += usize::from(is_fast(outcome)),
+                Err(e) => rejected.push(e.to_string()),
+            }
+        }
+    }
+    let observed = observe(&*tree, &scenario.queries);
+    // Everything of this execution is dropped before the checks run, so a
+    // failing check leaves no deferred frees behind.
+    drop(results);
+    drop(tree);
+    assert!(
+        rejected.is_empty(),
+        "{}: rejected events {rejected:?}",
+        model.name()
+    );
+    let bounds = scenario.read_bounds();
+    for (q, scores) in &concurrent {
+        if let Err(e) = bounds.check(&query(q), scores) {
+            panic!(
+                "{}: a read during the writes broke its bounds: {e}",
+                model.name()
+            );
+        }
+    }
+    if let Some(read) = read {
+        let after = &preliminary.serial[0].scores[0].1;
+        assert!(
+            read == preliminary.before || &read == after,
+            "{}: the reader saw {read:?}, neither the before scores {:?} nor the after scores {after:?}",
+            model.name(),
+            preliminary.before
+        );
+    }
+    assert!(
+        preliminary.serial.contains(&observed),
+        "{} ({}): the final state is no serial outcome\n  observed: {observed:#?}\n  serial outcomes: {:#?}",
+        model.name(),
+        scenario.name,
+        preliminary.serial
+    );
+    assert!(
+        model.fast_hits().contains(&hits),
+        "{}: {hits} fast-path hits, expected {:?}",
+        model.name(),
+        model.fast_hits()
+    );
+}
+
+/// Checks that every model has as many serial outcomes as designed.
+pub fn check_serial_outcomes<G: ShapeGate>(explorer: &dyn Explorer) {
+    for model in Model::ALL {
+        let count = model.preliminary::<G>(explorer).serial.len();
+        assert_eq!(
+            count,
+            model.expected_serial_outcomes(),
+            "{}: serial outcomes",
+            model.name()
+        );
+    }
+}

@@ -1,0 +1,58 @@
+//! shuttle tests of the epoch tree (DESIGN §10, sync-anchors §4 and §7.6):
+//! whole-tree scenarios too big for loom, explored by shuttle's random and
+//! PCT schedulers (the epoch gate over the checker reclaimer), instantiated from
+//! `crtc_verification::models::scenarios` for `DefaultEpochGate`. Built only with
+//! `--cfg crtc_shuttle`, where the tree's locks, atomics and threads come
+//! from shuttle through the facade. Shuttle models every atomic as SeqCst:
+//! ordering bugs are loom's job (`loom_epoch.rs`).
+//!
+//! - **mixed**, **hot leaf**, **private subtrees** (fast path on and off):
+//!   two writer lanes and a reader; reads stay within their bounds, no event
+//!   is rejected, the final scores equal the reference model's, and the
+//!   conflict-free scenario's final state equals the serial outcome;
+//! - **decode storm**: one writer lane decodes a chain on one hot leaf for
+//!   two ranks in lock step while two readers score the chain; every read
+//!   completes within its bounds, and the gate's read fallbacks (`READ_FALLBACKS`:
+//!   reads that overlapped an exclusive section and re-ran under the node's
+//!   mutex) are counted; a decode storm has no exclusive section on the hot
+//!   leaf, so there are none.
+//!
+//! Knobs: `CRTC_SHUTTLE_ITERS` schedules per (scheduler, seed) (default
+//! 3000), `CRTC_SHUTTLE_STORM_ITERS` for the storm (default 1000),
+//! `CRTC_SHUTTLE_SEEDS` (default `1 2 3`), PCT depth 3. Run with
+//! `--test-threads=1` (the checker state is process-global).
+//!
+//! `shuttle_mutants` runs the gate's mutants against the scenarios in child
+//! processes (`CRTC_SHUTTLE_MUTANT_ITERS`, default 300) and reports which
+//! scenario catches which, without failing on survivors: loom catches all
+//! of them, and the ordering mutants are invisible to shuttle by design.
+
+#![cfg(all(crtc_shuttle, feature = "epoch"))]
+
+use crtc_strategies::epoch::READ_FALLBACKS;
+use crtc_strategies::mutants::Mutant;
+use crtc_strategies::DefaultEpochGate;
+use crtc_verification::models::scenarios::RetryStats;
+
+crtc_verification::shuttle_explorer!(Shuttle);
+
+/// A decode storm has no exclusive section on the hot leaf, so no read
+/// re-runs under the mutex.
+fn no_fallbacks(stats: &RetryStats, _lock_step: bool) {
+    assert_eq!(
+        stats.fallbacks, 0,
+        "a decode storm sent readers to the mutex: {stats}"
+    );
+}
+
+// Informational controls: loom catches every epoch mutant (`loom_epoch.rs`);
+// shuttle sees only those that show under sequential consistency.
+crtc_verification::shuttle_gate_tests! {
+    gate: DefaultEpochGate,
+    name: "epoch",
+    explorer: Shuttle,
+    retries: || (0, READ_FALLBACKS.get()),
+    check_storm: no_fallbacks,
+    mutants: Mutant::EPOCH,
+    controls: survey_mutants,
+}

@@ -1,0 +1,77 @@
+//! shuttle tests of the seqlock tree (DESIGN §10, sync-anchors §4 and §7.6):
+//! whole-tree scenarios too big for loom, explored by shuttle's random and
+//! PCT schedulers (the seqlock gate), instantiated from
+//! `crtc_verification::models::scenarios` for `SeqlockGate`. Built only with
+//! `--cfg crtc_shuttle`, where the tree's locks, atomics and threads come
+//! from shuttle through the facade. Shuttle models every atomic as SeqCst:
+//! ordering bugs are loom's job (`loom_seqlock.rs`).
+//!
+//! - **mixed**, **hot leaf**, **private subtrees** (fast path on and off):
+//!   two writer lanes and a reader; reads stay within their bounds, no event
+//!   is rejected, the final scores equal the reference model's, and the
+//!   conflict-free scenario's final state equals the serial outcome;
+//! - **decode storm**: one writer lane decodes a chain on one hot leaf for
+//!   two ranks in lock step while two readers score the chain; every read
+//!   completes within its bounds, and the retry counters (`OPTIMISTIC_RESTARTS`,
+//!   `PESSIMISTIC_FALLBACKS`, read before and after every read and every
+//!   schedule) give the retry distribution: restarts per read (mean, max)
+//!   and the pessimistic fallbacks, which must stay under `MAX_FALLBACK_PERCENT`
+//!   of the reads (shuttle switches threads at every atomic access, so it
+//!   inflates them; the benches give the real rate).
+//!
+//! Knobs: `CRTC_SHUTTLE_ITERS` schedules per (scheduler, seed) (default
+//! 3000), `CRTC_SHUTTLE_STORM_ITERS` for the storm (default 1000),
+//! `CRTC_SHUTTLE_SEEDS` (default `1 2 3`), PCT depth 3. Run with
+//! `--test-threads=1` (the checker state is process-global).
+//!
+//! `shuttle_mutants` runs the gate's mutants against the scenarios in child
+//! processes (`CRTC_SHUTTLE_MUTANT_ITERS`, default 300) and reports which
+//! scenario catches which, without failing on survivors: loom catches all
+//! of them, and the ordering mutants are invisible to shuttle by design.
+
+#![cfg(all(crtc_shuttle, feature = "seqlock"))]
+
+use crtc_strategies::mutants::Mutant;
+use crtc_strategies::seqlock::{OPTIMISTIC_RESTARTS, PESSIMISTIC_FALLBACKS};
+use crtc_strategies::SeqlockGate;
+use crtc_verification::models::scenarios::RetryStats;
+
+crtc_verification::shuttle_explorer!(Shuttle);
+
+/// Most pessimistic fallbacks in the lock-step storm, in percent of the
+/// reads. Under shuttle's schedulers (a switch at every atomic access) a
+/// reader that meets a structural write in progress spends its
+/// `MAX_OPTIMISTIC` attempts within a few of the writer's steps, so some
+/// reads fall back; the bound catches a regression, the printed
+/// distribution gives the rate.
+const MAX_FALLBACK_PERCENT: u64 = 25;
+
+/// A pure storm never makes a reader retry; in the lock-step storm the
+/// pessimistic fallbacks stay under [`MAX_FALLBACK_PERCENT`] of the reads.
+fn bounded_retries(stats: &RetryStats, lock_step: bool) {
+    if lock_step {
+        assert!(
+            stats.fallbacks * 100 <= MAX_FALLBACK_PERCENT * stats.reads,
+            "pessimistic fallbacks above {MAX_FALLBACK_PERCENT}% of the reads: {stats}"
+        );
+    } else {
+        assert_eq!(
+            (stats.restarts, stats.fallbacks),
+            (0, 0),
+            "a pure decode storm made readers retry: {stats}"
+        );
+    }
+}
+
+// Informational controls: loom catches every seqlock mutant
+// (`loom_seqlock.rs`); shuttle sees only those that show under sequential
+// consistency.
+crtc_verification::shuttle_gate_tests! {
+    gate: SeqlockGate,
+    name: "seqlock",
+    explorer: Shuttle,
+    retries: || (OPTIMISTIC_RESTARTS.get(), PESSIMISTIC_FALLBACKS.get()),
+    check_storm: bounded_retries,
+    mutants: Mutant::SEQLOCK,
+    controls: survey_mutants,
+}
