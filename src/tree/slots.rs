@@ -13,14 +13,14 @@
 //!
 //! Between `unmap` and the end of `release` a slot is *pending*, recorded
 //! with its owner under the registry mutex. `wait_for_release` polls that
-//! record (mutex, then `spin_loop` and a yield between polls) until no
+//! record (mutex, then a `Backoff` snooze between polls) until no
 //! pending slot belongs to the target: a removal that lost the unmap race,
 //! and a `Cleared` of a rank being removed elsewhere, return only once the
 //! winner's sweep is done and the slot released. Callers must not be pinned
 //! while they wait (the winner waits for pinned threads).
 
 use crate::types::{KvError, WorkerWithDpRank};
-use crtc_strategies::sync::{spin_loop, thread, Arc, Mutex};
+use crtc_strategies::sync::{Arc, Backoff, Mutex};
 use crtc_strategies::{AtomicBox, Reclaim, Slot, SlotBits, MAX_SLOTS};
 use rustc_hash::FxHashMap;
 
@@ -138,13 +138,13 @@ impl<R: Reclaim> SlotRegistry<R> {
     /// Returns once no slot of a rank matching `target` is pending (unmapped
     /// by someone and not yet released). The caller must not be pinned.
     pub fn wait_for_release(&self, target: impl Fn(WorkerWithDpRank) -> bool) {
+        let mut backoff = Backoff::new();
         loop {
             let pending = self.issue.lock().pending.iter().any(|&(_, r)| target(r));
             if !pending {
                 return;
             }
-            spin_loop();
-            thread::yield_now();
+            backoff.snooze();
         }
     }
 

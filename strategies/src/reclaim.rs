@@ -20,7 +20,7 @@
 //! only a light barrier with SeqCst pointer loads.
 
 use crate::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
-use crate::sync::{spin_loop, Arc};
+use crate::sync::{Arc, Backoff};
 use std::marker::PhantomData;
 
 /// A safe-memory-reclamation backend. Methods are associated functions: the
@@ -62,10 +62,11 @@ pub trait Reclaim: Send + Sync + 'static {
             // Release: pairs with the Acquire load below.
             flag.store(true, Ordering::Release)
         });
+        let mut backoff = Backoff::new();
         // Acquire: whatever ran before the deferred function is visible after.
         while !done.load(Ordering::Acquire) {
             Self::flush(&Self::pin());
-            spin_loop();
+            backoff.snooze();
         }
     }
 }
@@ -126,13 +127,14 @@ impl SeizeReclaim {
     /// is zero-sized). Gives up after `rounds` rounds. Caller not pinned.
     fn drain(rounds: Option<usize>, until: &dyn Fn() -> bool) {
         let mut round = 0;
+        let mut backoff = Backoff::new();
         while !until() && rounds.is_none_or(|max| round < max) {
             let guard = Self::pin();
             Self::defer(&guard, || {});
             seize::Guard::flush(&guard);
             drop(guard);
             round += 1;
-            spin_loop();
+            backoff.snooze();
         }
     }
 }
@@ -238,8 +240,9 @@ impl Reclaim for CheckerReclaim {
     }
 
     fn wait_for_pinned_threads() {
+        let mut backoff = Backoff::new();
         while crate::sync::checker_state::pinned() > 0 {
-            spin_loop();
+            backoff.snooze();
         }
         Self::collect();
     }

@@ -8,9 +8,10 @@
 //! (`--cfg crtc_shuttle`); the checkers are target-cfg dependencies, so a
 //! normal build never compiles them. The lock wrappers expose only `read`, `write`,
 //! `try_read`, `try_write` and `lock`, the subset every backend can provide
-//! without poisoning. Every retry or spin loop calls [`spin_loop`], which is a
-//! yield under a checker so that loom and shuttle can schedule the writer the
-//! loop is waiting for.
+//! without poisoning. Every retry or spin loop calls [`spin_loop`] (a pause)
+//! or, when it waits on another thread, [`Backoff::snooze`] (pauses, then OS
+//! yields); both are a yield under a checker so that loom and shuttle can
+//! schedule the writer the loop is waiting for.
 
 #![allow(clippy::disallowed_types)]
 
@@ -275,6 +276,47 @@ mod arm {
     }
 
     checker_locks!(shuttle);
+}
+
+/// Backoff for a loop that waits on another thread (a lock word, a grace
+/// period, a released slot): a few rounds of CPU pauses that double each
+/// time, then a yield to the OS scheduler, so a waiter never burns its core
+/// while the thread it waits for is preempted. Under a checker every snooze
+/// is one [`spin_loop`], a yield the checker schedules.
+#[derive(Debug, Default)]
+pub struct Backoff {
+    step: u32,
+}
+
+impl Backoff {
+    /// Rounds of pauses (1, 2, 4, ... 2^SPIN_ROUNDS) before the first yield.
+    #[cfg(not(any(crtc_loom, crtc_shuttle)))]
+    const SPIN_ROUNDS: u32 = 6;
+
+    /// A fresh backoff: the first snooze is one pause.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Waits a little, longer each call.
+    #[cfg(not(any(crtc_loom, crtc_shuttle)))]
+    #[inline]
+    pub fn snooze(&mut self) {
+        if self.step <= Self::SPIN_ROUNDS {
+            (0..1u32 << self.step).for_each(|_| spin_loop());
+            self.step += 1;
+        } else {
+            thread::yield_now();
+        }
+    }
+
+    /// Yields to the checker.
+    #[cfg(any(crtc_loom, crtc_shuttle))]
+    #[inline]
+    pub fn snooze(&mut self) {
+        self.step += 1;
+        spin_loop();
+    }
 }
 
 #[cfg(all(crtc_loom, crtc_shuttle))]

@@ -43,8 +43,8 @@ use crate::hash::{BlockPair, ExternalSequenceBlockHash, Slot};
 use crate::reclaim::{DefaultReclaim, Reclaim};
 use crate::shape::{append_demoting, has_other_full, ShapeInit, ShapeRead};
 use crate::sync::atomic::{fence, AtomicU64, Ordering};
-use crate::sync::spin_loop;
 use crate::sync::stats::StatCounter;
+use crate::sync::{spin_loop, Backoff};
 use payload::{Payload, View, Writer};
 
 /// Version word bit: a writer holds the node (readers ignore it).
@@ -83,6 +83,7 @@ impl std::fmt::Debug for SeqlockGate {
 impl SeqlockGate {
     /// Takes the writer lock; returns the unlocked word it replaced.
     fn lock(&self) -> u64 {
+        let mut backoff = Backoff::new();
         loop {
             // Relaxed: only a hint; the CAS below orders.
             let seen = self.word.load(Ordering::Relaxed);
@@ -100,7 +101,7 @@ impl SeqlockGate {
             {
                 return seen;
             }
-            spin_loop();
+            backoff.snooze();
         }
     }
 
