@@ -21,11 +21,14 @@
 //!
 //! Before timing, each query set is checked against those expectations.
 
+mod common;
+
+use common::{every_gate, gate_label};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use crtc::types::LocalBlockHash;
 use crtc::workload::{preset, Workload, WorkloadOp};
 use crtc::{Tree, TreeConfig};
-use crtc_strategies::{Reclaim, RwLockGate, ShapeGate};
+use crtc_strategies::ShapeGate;
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -128,15 +131,6 @@ fn stored_paths<G: ShapeGate>(tree: &Tree<G>) -> Vec<Vec<LocalBlockHash>> {
     leaves.into_iter().step_by(step).map(path).collect()
 }
 
-/// The gate's name in benchmark ids: [`ShapeGate::NAME`], plus the
-/// reclaimer for the epoch gates (both are named "epoch").
-fn gate_label<G: ShapeGate>() -> String {
-    match G::NAME {
-        "epoch" => format!("epoch-{}", <G::Reclaim as Reclaim>::NAME),
-        name => name.to_string(),
-    }
-}
-
 fn bench_gate<G: ShapeGate>(c: &mut Criterion, workload: &Workload) {
     let label = gate_label::<G>();
     let start = Instant::now();
@@ -192,13 +186,7 @@ fn bench_gate<G: ShapeGate>(c: &mut Criterion, workload: &Workload) {
 
 fn benches(c: &mut Criterion) {
     let workload = preset("chat", SEED, SCALE).expect("chat is a preset");
-    bench_gate::<RwLockGate>(c, &workload);
-    #[cfg(feature = "seqlock")]
-    bench_gate::<crtc_strategies::SeqlockGate>(c, &workload);
-    #[cfg(feature = "epoch")]
-    bench_gate::<crtc_strategies::CrossbeamEpochGate>(c, &workload);
-    #[cfg(feature = "seize")]
-    bench_gate::<crtc_strategies::SeizeEpochGate>(c, &workload);
+    every_gate!(bench_gate(c, &workload));
 }
 
 criterion_group!(find_matches, benches);

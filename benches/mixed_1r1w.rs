@@ -41,13 +41,16 @@
 //! and the writer each want one, so other load on the machine shows up here
 //! first.
 
+mod common;
+
+use common::{every_gate, gate_label};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use crtc::types::chain::chained;
 use crtc::types::{BlockPair, LocalBlockHash, RouterEvent, WorkerWithDpRank};
 use crtc::{Lane, Tree, TreeConfig};
 use crtc_strategies::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use crtc_strategies::sync::{thread, Arc};
-use crtc_strategies::{Reclaim, RwLockGate, ShapeGate};
+use crtc_strategies::ShapeGate;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -367,15 +370,6 @@ fn bench_reader<G: ShapeGate>(
     }
 }
 
-/// The gate's name in benchmark ids: [`ShapeGate::NAME`], plus the
-/// reclaimer for the epoch gates (both are named "epoch").
-fn gate_label<G: ShapeGate>() -> String {
-    match G::NAME {
-        "epoch" => format!("epoch-{}", <G::Reclaim as Reclaim>::NAME),
-        name => name.to_string(),
-    }
-}
-
 fn bench_gate<G: ShapeGate>(c: &mut Criterion) {
     let label = gate_label::<G>();
     let mut group = c.benchmark_group("mixed_1r1w");
@@ -479,13 +473,7 @@ fn bench_gate<G: ShapeGate>(c: &mut Criterion) {
 }
 
 fn benches(c: &mut Criterion) {
-    bench_gate::<RwLockGate>(c);
-    #[cfg(feature = "seqlock")]
-    bench_gate::<crtc_strategies::SeqlockGate>(c);
-    #[cfg(feature = "epoch")]
-    bench_gate::<crtc_strategies::CrossbeamEpochGate>(c);
-    #[cfg(feature = "seize")]
-    bench_gate::<crtc_strategies::SeizeEpochGate>(c);
+    every_gate!(bench_gate(c));
 }
 
 criterion_group!(mixed_1r1w, benches);

@@ -26,11 +26,14 @@
 //! checks the lane counters (every event a removal or clear, none failed);
 //! `-- --test` also checks, untimed, the cutoffs each kind leaves.
 
+mod common;
+
+use common::{every_gate, gate_label, time_over_builds};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use crtc::types::chain::chained;
 use crtc::types::{BlockPair, ExternalSequenceBlockHash, RouterEvent, WorkerWithDpRank};
 use crtc::{EventOutcome, Lane, Tree, TreeConfig};
-use crtc_strategies::{Reclaim, RwLockGate, ShapeGate};
+use crtc_strategies::ShapeGate;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -214,15 +217,6 @@ fn check_kind<G: ShapeGate>(kind: Kind) {
     }
 }
 
-/// The gate's name in benchmark ids: [`ShapeGate::NAME`], plus the
-/// reclaimer for the epoch gates (both are named "epoch").
-fn gate_label<G: ShapeGate>() -> String {
-    match G::NAME {
-        "epoch" => format!("epoch-{}", <G::Reclaim as Reclaim>::NAME),
-        name => name.to_string(),
-    }
-}
-
 fn bench_gate<G: ShapeGate>(c: &mut Criterion) {
     let mut group = c.benchmark_group("remove");
     for kind in Kind::ALL {
@@ -231,15 +225,12 @@ fn bench_gate<G: ShapeGate>(c: &mut Criterion) {
         let id = BenchmarkId::new(gate_label::<G>(), kind.name());
         group.bench_function(id, |b| {
             b.iter_custom(|iters| {
-                let mut timed = Duration::ZERO;
-                let mut left = iters as usize;
-                while left > 0 {
-                    let mut fx = Fixture::<G>::build(kind);
-                    let n = left.min(fx.events.len());
-                    timed += fx.run(kind, n);
-                    left -= n;
-                }
-                timed
+                time_over_builds(
+                    iters,
+                    || Fixture::<G>::build(kind),
+                    |fx| fx.events.len(),
+                    |fx, n| fx.run(kind, n),
+                )
             })
         });
     }
@@ -247,13 +238,7 @@ fn bench_gate<G: ShapeGate>(c: &mut Criterion) {
 }
 
 fn benches(c: &mut Criterion) {
-    bench_gate::<RwLockGate>(c);
-    #[cfg(feature = "seqlock")]
-    bench_gate::<crtc_strategies::SeqlockGate>(c);
-    #[cfg(feature = "epoch")]
-    bench_gate::<crtc_strategies::CrossbeamEpochGate>(c);
-    #[cfg(feature = "seize")]
-    bench_gate::<crtc_strategies::SeizeEpochGate>(c);
+    every_gate!(bench_gate(c));
 }
 
 criterion_group!(remove, benches);

@@ -12,10 +12,13 @@
 //! checked, untimed: no event fails, and with the fast path on the decode
 //! stores take it.
 
+mod common;
+
+use common::{every_gate, gate_label};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use crtc::workload::{preset, Workload, WorkloadOp};
 use crtc::{Lane, Tree, TreeConfig};
-use crtc_strategies::{Reclaim, RwLockGate, ShapeGate};
+use crtc_strategies::ShapeGate;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -48,15 +51,6 @@ fn apply_stream<G: ShapeGate>(
         }
     }
     (start.elapsed(), sweeps)
-}
-
-/// The gate's name in benchmark ids: [`ShapeGate::NAME`], plus the
-/// reclaimer for the epoch gates (both are named "epoch").
-fn gate_label<G: ShapeGate>() -> String {
-    match G::NAME {
-        "epoch" => format!("epoch-{}", <G::Reclaim as Reclaim>::NAME),
-        name => name.to_string(),
-    }
 }
 
 fn bench_gate<G: ShapeGate>(c: &mut Criterion, workload: &Workload) {
@@ -115,13 +109,7 @@ fn bench_gate<G: ShapeGate>(c: &mut Criterion, workload: &Workload) {
 
 fn benches(c: &mut Criterion) {
     let workload = preset("agentx", SEED, SCALE).expect("agentx is a preset");
-    bench_gate::<RwLockGate>(c, &workload);
-    #[cfg(feature = "seqlock")]
-    bench_gate::<crtc_strategies::SeqlockGate>(c, &workload);
-    #[cfg(feature = "epoch")]
-    bench_gate::<crtc_strategies::CrossbeamEpochGate>(c, &workload);
-    #[cfg(feature = "seize")]
-    bench_gate::<crtc_strategies::SeizeEpochGate>(c, &workload);
+    every_gate!(bench_gate(c, &workload));
 }
 
 criterion_group!(replay, benches);

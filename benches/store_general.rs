@@ -29,11 +29,14 @@
 //! has at least [`EVENTS_PER_BUILD`] timed events. `-- --test` runs each id
 //! once after an untimed check that each kind does what it says (topology).
 
+mod common;
+
+use common::{every_gate, gate_label, time_over_builds};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use crtc::types::chain::chained;
 use crtc::types::{BlockPair, RouterEvent, WorkerWithDpRank};
 use crtc::{EventOutcome, Lane, Tree, TreeConfig};
-use crtc_strategies::{Reclaim, RwLockGate, ShapeGate};
+use crtc_strategies::ShapeGate;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -232,15 +235,6 @@ fn check_case<G: ShapeGate>(case: Case) {
     }
 }
 
-/// The gate's name in benchmark ids: [`ShapeGate::NAME`], plus the
-/// reclaimer for the epoch gates (both are named "epoch").
-fn gate_label<G: ShapeGate>() -> String {
-    match G::NAME {
-        "epoch" => format!("epoch-{}", <G::Reclaim as Reclaim>::NAME),
-        name => name.to_string(),
-    }
-}
-
 fn bench_gate<G: ShapeGate>(c: &mut Criterion) {
     let mut group = c.benchmark_group("store_general");
     for kind in Kind::ALL {
@@ -254,15 +248,12 @@ fn bench_gate<G: ShapeGate>(c: &mut Criterion) {
             );
             group.bench_function(id, |b| {
                 b.iter_custom(|iters| {
-                    let mut timed = Duration::ZERO;
-                    let mut left = iters as usize;
-                    while left > 0 {
-                        let mut fx = Fixture::<G>::build(case);
-                        let n = left.min(fx.events.len());
-                        timed += fx.run(case, n);
-                        left -= n;
-                    }
-                    timed
+                    time_over_builds(
+                        iters,
+                        || Fixture::<G>::build(case),
+                        |fx| fx.events.len(),
+                        |fx, n| fx.run(case, n),
+                    )
                 })
             });
         }
@@ -271,13 +262,7 @@ fn bench_gate<G: ShapeGate>(c: &mut Criterion) {
 }
 
 fn benches(c: &mut Criterion) {
-    bench_gate::<RwLockGate>(c);
-    #[cfg(feature = "seqlock")]
-    bench_gate::<crtc_strategies::SeqlockGate>(c);
-    #[cfg(feature = "epoch")]
-    bench_gate::<crtc_strategies::CrossbeamEpochGate>(c);
-    #[cfg(feature = "seize")]
-    bench_gate::<crtc_strategies::SeizeEpochGate>(c);
+    every_gate!(bench_gate(c));
 }
 
 criterion_group!(store_general, benches);

@@ -40,11 +40,14 @@
 //! `cargo bench --bench tail_append -- --test` runs every id once (one build
 //! each) after the same checks, in about a second.
 
+mod common;
+
+use common::{every_gate, gate_label, time_over_builds};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use crtc::types::chain::chained;
 use crtc::types::{BlockPair, RouterEvent, WorkerWithDpRank};
 use crtc::{EventOutcome, Lane, Tree, TreeConfig};
-use crtc_strategies::{Reclaim, RwLockGate, ShapeGate};
+use crtc_strategies::ShapeGate;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -216,15 +219,6 @@ fn check_case<G: ShapeGate>(case: Case) {
     );
 }
 
-/// The gate's name in benchmark ids: [`ShapeGate::NAME`], plus the
-/// reclaimer for the epoch gates (both are named "epoch").
-fn gate_label<G: ShapeGate>() -> String {
-    match G::NAME {
-        "epoch" => format!("epoch-{}", <G::Reclaim as Reclaim>::NAME),
-        name => name.to_string(),
-    }
-}
-
 /// Every `tail_append` case for the gate `G`.
 fn bench_gate<G: ShapeGate>(c: &mut Criterion) {
     let mut group = c.benchmark_group("tail_append");
@@ -244,15 +238,12 @@ fn bench_gate<G: ShapeGate>(c: &mut Criterion) {
                 );
                 group.bench_function(id, |b| {
                     b.iter_custom(|iters| {
-                        let mut timed = Duration::ZERO;
-                        let mut left = iters as usize;
-                        while left > 0 {
-                            let mut fx = Fixture::<G>::build(case);
-                            let n = left.min(fx.events.len());
-                            timed += fx.run(case, n);
-                            left -= n;
-                        }
-                        timed
+                        time_over_builds(
+                            iters,
+                            || Fixture::<G>::build(case),
+                            |fx| fx.events.len(),
+                            |fx, n| fx.run(case, n),
+                        )
                     })
                 });
             }
@@ -262,13 +253,7 @@ fn bench_gate<G: ShapeGate>(c: &mut Criterion) {
 }
 
 fn benches(c: &mut Criterion) {
-    bench_gate::<RwLockGate>(c);
-    #[cfg(feature = "seqlock")]
-    bench_gate::<crtc_strategies::SeqlockGate>(c);
-    #[cfg(feature = "epoch")]
-    bench_gate::<crtc_strategies::CrossbeamEpochGate>(c);
-    #[cfg(feature = "seize")]
-    bench_gate::<crtc_strategies::SeizeEpochGate>(c);
+    every_gate!(bench_gate(c));
 }
 
 criterion_group!(tail_append, benches);

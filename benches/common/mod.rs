@@ -1,0 +1,55 @@
+//! Pieces every bench shares: a gate's label in bench ids, the call of a
+//! bench over every gate the enabled features build, and the timing loop of
+//! the benches whose timed events use up their fixture (each fixture is
+//! built untimed, run for as many events as it holds, and rebuilt until
+//! criterion's iteration count is reached).
+
+use crtc_strategies::{Reclaim, ShapeGate};
+use std::time::Duration;
+
+/// The gate's label in bench ids: its name, with the reclaimer for the
+/// epoch gates (`epoch-crossbeam`, `epoch-seize`).
+pub fn gate_label<G: ShapeGate>() -> String {
+    match G::NAME {
+        "epoch" => format!("epoch-{}", <G::Reclaim as Reclaim>::NAME),
+        name => name.to_string(),
+    }
+}
+
+/// Times `iters` events over as many fixtures as they take: `build` makes
+/// one (untimed), `events` says how many events it holds, and `run(fx, n)`
+/// runs the next `n` and returns their time.
+#[allow(dead_code)] // the benches with a reusable fixture do not need it
+pub fn time_over_builds<F>(
+    iters: u64,
+    mut build: impl FnMut() -> F,
+    events: impl Fn(&F) -> usize,
+    mut run: impl FnMut(&mut F, usize) -> Duration,
+) -> Duration {
+    let mut timed = Duration::ZERO;
+    let mut left = iters as usize;
+    while left > 0 {
+        let mut fx = build();
+        let n = left.min(events(&fx));
+        assert!(n > 0, "a fixture holds no events");
+        timed += run(&mut fx, n);
+        left -= n;
+    }
+    timed
+}
+
+/// Calls `$bench::<G>($args)` for every gate the enabled features build:
+/// the RwLock gate, then seqlock, epoch over crossbeam-epoch, epoch over
+/// seize.
+macro_rules! every_gate {
+    ($bench:ident($($arg:expr),*)) => {{
+        $bench::<crtc_strategies::RwLockGate>($($arg),*);
+        #[cfg(feature = "seqlock")]
+        $bench::<crtc_strategies::SeqlockGate>($($arg),*);
+        #[cfg(feature = "epoch")]
+        $bench::<crtc_strategies::CrossbeamEpochGate>($($arg),*);
+        #[cfg(feature = "seize")]
+        $bench::<crtc_strategies::SeizeEpochGate>($($arg),*);
+    }};
+}
+pub(crate) use every_gate;
