@@ -13,6 +13,23 @@
 //! writes only its own scratch buffers, so an optimistic gate may re-run it.
 //! No reference counts are taken, and nothing is allocated per hop beyond the
 //! reused buffers.
+//!
+//! Across hops (DESIGN §8: "a reader may see adjacent shapes, undercount
+//! only"). Each hop is validated on its own; the child pointer comes out of
+//! the parent's validated view, and the pin keeps the child's memory alive.
+//! We do not couple hops (read the child's version before validating the
+//! parent, as B-tree OLC does) because this tree needs no cross-hop snapshot
+//! for C1: a node is never replaced (a split keeps the prefix in place and
+//! moves the suffix to a new child, so a child pointer read before the split
+//! still leads to a correct continuation); a node the sweep unlinked has no
+//! holders, so it credits no one; and a rank can become full on a child only
+//! through a store whose parent it covered at that instant (coverage is a
+//! prefix per node, and stores under uncovered parents are rejected). So a
+//! rank found full on the parent at `t1` and on the child at `t2` held both
+//! edges at `t1` if it was full on the child then, and otherwise at the
+//! instant of the store that made it full there: the credit is at most a
+//! prefix it held at some instant during the read (C1). The loom reader models (a reader against a split and
+//! against a removal) and the soak check this on every gate.
 
 use super::node::Node;
 use super::Tree;

@@ -14,7 +14,7 @@
 //! and every live sequence (and its prefixes) must score exactly what the
 //! reference model holds (C2), while the sweeper keeps running.
 //!
-//! Duration: `CRTC_SOAK_SECS` (default 8 s per strategy in CI; the ignored
+//! Duration: `CRTC_SOAK_SECS` (default 20 s per strategy, as in CI; the ignored
 //! long run defaults to 300 s). Counters are printed per strategy (run with
 //! `--nocapture` to see them); overcounts, hash mismatches, parity
 //! mismatches and rejected valid stores must all be 0.
@@ -608,7 +608,7 @@ macro_rules! soak {
         mod $name {
             #[test]
             fn soak_short() {
-                super::soak::<$gate>(super::env_u64("CRTC_SOAK_SECS", 8));
+                super::soak::<$gate>(super::env_u64("CRTC_SOAK_SECS", 20));
             }
 
             #[test]
