@@ -251,10 +251,12 @@ impl<G: ShapeGate> Children<G> {
         let ChildSet::Sharded(_) = self.set.load::<G::Reclaim>(guard) else {
             return false;
         };
-        let entries = self.snapshot(guard);
-        if entries.len() > COMPACT_MAX {
+        // Count before copying: the sweep calls this after every unlink, and
+        // copying a large map each time made a sweep quadratic in the fanout.
+        if self.len(guard) > COMPACT_MAX {
             return false;
         }
+        let entries = self.snapshot(guard);
         self.set.store::<G::Reclaim>(set_from(entries), guard);
         true
     }
