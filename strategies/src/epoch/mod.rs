@@ -108,8 +108,6 @@ use writer::Publish;
 
 /// Bytes of replaced snapshots not yet freed (process-wide).
 pub static RETIRED_SNAPSHOT_BYTES: StatGauge = StatGauge::new();
-/// Fast-path and general appends published by a length store alone.
-pub static IN_PLACE_APPENDS: StatCounter = StatCounter::new();
 /// Reads that overlapped an exclusive section and re-ran under the mutex.
 pub static READ_FALLBACKS: StatCounter = StatCounter::new();
 
@@ -281,7 +279,6 @@ impl<R: Reclaim> EpochGate<R> {
         match publish {
             Publish::Nothing => {}
             Publish::Length(len) => {
-                IN_PLACE_APPENDS.bump();
                 cur.edge.publish(len);
             }
             Publish::Snapshot {
@@ -315,7 +312,6 @@ impl<R: Reclaim> EpochGate<R> {
                     cur.edge.mark_retired();
                 }
                 if let Some(len) = length {
-                    IN_PLACE_APPENDS.bump();
                     cur.edge.publish(len);
                 }
                 if !retire_first {
