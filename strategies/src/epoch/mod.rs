@@ -12,10 +12,11 @@
 //!   pin: a thread-local count bump for crossbeam and seize), load the
 //!   snapshot with [`Reclaim::protect`] (Acquire, SeqCst for seize), choose a
 //!   length (below), and run the closure on that view. They take no lock,
-//!   write nothing shared, and never loop. The one exception is an overlap
-//!   with an exclusive section of the same node, detected by `seq` (below):
+//!   write nothing shared, and never loop. The exceptions are an overlap
+//!   with an exclusive section of the same node, detected by `seq` (below),
+//!   and a snapshot replaced after in-place appends past its length (below):
 //!   then the closure runs once more under the writer mutex, waiting for at
-//!   most that one section.
+//!   most one section.
 //! * **Writers** serialize on the mutex. A section drafts its changes
 //!   ([`Writer`]): coverage and flags in a private copy, pairs in place past
 //!   the buffer's published length (or in a fresh buffer when they do not
@@ -52,10 +53,16 @@
 //! So when the re-load returns `S`, every append up to `L` ran while `S` was
 //! current, and appends that leave the snapshot current are pure: the
 //! appender was `S`'s only full slot and no coverage changed, so `(S, L)`
-//! is a state the node was in. Otherwise the reader uses `S.len`, the state
-//! when `S` was published. Pairs below any published length are never
-//! rewritten (truncation and growth build fresh buffers), so either view
-//! reads stable pairs.
+//! is a state the node was in. If `L = S.len`, no pair was appended past
+//! `S` when `L` was read, so `(S, S.len)` was current then. Otherwise (`L >
+//! S.len` and `S` replaced) the reader re-runs under the mutex: `(S, S.len)`
+//! was a state of the node, but it can be older than one the caller already
+//! saw — its own pure append past `S.len`, then a coverage raise by another
+//! lane that replaced `S` without a plan bump — and a plan made on it misses
+//! the caller's own block (the stress test caught valid stores rejected as
+//! `ParentBlockNotFound` and final undercounts that way). Pairs below any
+//! published length are never rewritten (truncation and growth build fresh
+//! buffers), so every view reads stable pairs.
 //!
 //! # Why exclusive sections still have a word readers check
 //!
@@ -213,17 +220,20 @@ impl<R: Reclaim> EpochGate<R> {
         unsafe { &*ptr }
     }
 
-    /// The length a reader of `snap` may use (module docs).
+    /// The length a reader of `snap` may use (module docs), or `None` when
+    /// `snap` was replaced after pairs were appended past its own length:
+    /// then `(snap, snap.len)` may be older than a state the caller already
+    /// observed (its own earlier append, say), so the read goes to the
+    /// mutex instead.
     #[inline]
-    fn reader_len(&self, snap: &Snapshot) -> usize {
+    fn reader_len(&self, snap: &Snapshot) -> Option<usize> {
         let live = snap.edge.live();
+        if live <= snap.len {
+            return Some(snap.len);
+        }
         // Relaxed: a comparison only; the Acquire load of `live` orders it,
         // and coherence makes a replaced snapshot fail it (module docs).
-        if live > snap.len && std::ptr::eq(self.snap.load(Ordering::Relaxed), snap) {
-            live
-        } else {
-            snap.len
-        }
+        std::ptr::eq(self.snap.load(Ordering::Relaxed), snap).then_some(live)
     }
 
     /// Runs `f` on a consistent view: lock-free unless an exclusive section
@@ -232,9 +242,9 @@ impl<R: Reclaim> EpochGate<R> {
         let guard = R::pin();
         // Acquire: pairs with the Release store that closes a section.
         let seq = self.seq.load(Ordering::Acquire);
-        if seq & 1 == 0 {
-            let snap = self.current(&guard);
-            let result = f(&View::new(&snap.edge, self.reader_len(snap), &snap.cover));
+        let snap = self.current(&guard);
+        if let (0, Some(len)) = (seq & 1, self.reader_len(snap)) {
+            let result = f(&View::new(&snap.edge, len, &snap.cover));
             // Acquire: pairs with the Release fence that opens a section.
             fence(Ordering::Acquire);
             // Relaxed: ordered by the fence above.
