@@ -13,9 +13,9 @@
 //! - **decode storm**: one writer lane decodes a chain on one hot leaf for
 //!   two ranks in lock step while two readers score the chain; every read
 //!   completes within its bounds, and the gate's read fallbacks (`READ_FALLBACKS`:
-//!   reads that overlapped an exclusive section and re-ran under the node's
-//!   mutex) are counted; a decode storm has no exclusive section on the hot
-//!   leaf, so there are none.
+//!   reads that re-ran under the node's mutex) stay under 1% of the reads; a
+//!   decode storm has no exclusive section on the hot leaf, so only a
+//!   snapshot replaced right after in-place appends sends a read there.
 //!
 //! Knobs: `CRTC_SHUTTLE_ITERS` schedules per (scheduler, seed) (default
 //! 3000), `CRTC_SHUTTLE_STORM_ITERS` for the storm (default 1000),
@@ -36,12 +36,19 @@ use crtc_verification::models::scenarios::RetryStats;
 
 crtc_verification::shuttle_explorer!(Shuttle);
 
-/// A decode storm has no exclusive section on the hot leaf, so no read
-/// re-runs under the mutex.
-fn no_fallbacks(stats: &RetryStats, _lock_step: bool) {
-    assert_eq!(
-        stats.fallbacks, 0,
-        "a decode storm sent readers to the mutex: {stats}"
+/// Most reads a storm may send to the mutex, in percent. A decode storm has
+/// no exclusive section on the hot leaf; a read re-runs under the mutex only
+/// when the snapshot it loaded was replaced (buffer growth, a demotion) after
+/// in-place appends past its length, between two of its loads. Shuttle
+/// switches threads at every atomic access, which makes that far likelier
+/// than on real threads.
+const MAX_FALLBACK_PERCENT: u64 = 1;
+
+/// Mutex re-reads stay under [`MAX_FALLBACK_PERCENT`] of the reads.
+fn bounded_fallbacks(stats: &RetryStats, _lock_step: bool) {
+    assert!(
+        stats.fallbacks * 100 <= MAX_FALLBACK_PERCENT * stats.reads,
+        "a decode storm sent more than {MAX_FALLBACK_PERCENT}% of reads to the mutex: {stats}"
     );
 }
 
@@ -52,7 +59,7 @@ crtc_verification::shuttle_gate_tests! {
     name: "epoch",
     explorer: Shuttle,
     retries: || (0, READ_FALLBACKS.get()),
-    check_storm: no_fallbacks,
+    check_storm: bounded_fallbacks,
     mutants: Mutant::EPOCH,
     controls: survey_mutants,
 }

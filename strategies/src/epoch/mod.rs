@@ -82,8 +82,9 @@
 //! re-load sees the change. Shared sections (child inserts under an internal
 //! node, coverage raises) and fast-path appends do not touch `seq`: a child
 //! added under an unchanged edge, or coverage that only grows, is consistent
-//! with any snapshot a reader holds. Decode storms therefore never send
-//! readers to the mutex.
+//! with any snapshot a reader holds. Decode storms therefore send readers
+//! to the mutex only in the rare case of the length rule above (a snapshot
+//! replaced by growth or a demotion between two of the reader's loads).
 //!
 //! # Memory
 //!
