@@ -211,7 +211,9 @@ impl<G: ShapeGate> Children<G> {
         }
     }
 
-    /// Unlinks the child under `key` if it is `expected`. Exclusive section only.
+    /// Unlinks the child under `key` if it is `expected`. Exclusive section
+    /// only; the sweep's unlink is the only caller. (Mutant
+    /// `SweepFreesBeforeGrace`: frees what it replaces at once.)
     pub fn remove(&self, key: LocalBlockHash, expected: &Node<G>, guard: &Guard<G>) -> bool {
         match self.set.load::<G::Reclaim>(guard) {
             ChildSet::Empty => false,
@@ -225,6 +227,12 @@ impl<G: ShapeGate> Children<G> {
                 let mut rest = entries.to_vec();
                 rest.remove(index);
                 let next = set_from(rest);
+                #[cfg(any(crtc_loom, crtc_shuttle))]
+                if crtc_strategies::mutants::Mutant::SweepFreesBeforeGrace.is_active() {
+                    // Broken on purpose: the replaced set is freed at once.
+                    drop(self.set.replace_and_transfer(next));
+                    return true;
+                }
                 self.set.store::<G::Reclaim>(next, guard);
                 true
             }
@@ -237,6 +245,12 @@ impl<G: ShapeGate> Children<G> {
                     return false;
                 }
                 let removed = shard.remove(&key);
+                #[cfg(any(crtc_loom, crtc_shuttle))]
+                if crtc_strategies::mutants::Mutant::SweepFreesBeforeGrace.is_active() {
+                    // Broken on purpose: the unlinked entry is dropped at once.
+                    drop(removed);
+                    return true;
+                }
                 G::Reclaim::defer(guard, move || drop(removed));
                 true
             }

@@ -1,12 +1,21 @@
 //! Deliberately broken variants of each strategy (the RwLock gate's decode
-//! append, the seqlock gate's fences and version bumps, the epoch gate's
-//! publication, retirement and writer exclusion) and of the tree's sweep
-//! claim (checked in `crtc::tree::sweep`), compiled only into
-//! model-checker builds and selected at run time, so one checker build runs
-//! every negative control. The seqlock and epoch hooks are `mutant!(Name)`
-//! checks at the mutation points in their modules. A model that does not
-//! fail on a mutant is too weak; the verification suite asserts that each
-//! one is caught.
+//! append, the seqlock gate's fences, version bumps and retirement, the
+//! epoch gate's publication, retirement, writer exclusion and reader
+//! length rule) and of the tree's sweep (its claim, checked in
+//! `crtc::tree::sweep`, and its frees, checked in `crtc::tree::children`),
+//! compiled only into model-checker builds and selected at run time, so one
+//! checker build runs every negative control. The seqlock and epoch hooks
+//! are `mutant!(Name)` checks at the mutation points in their modules.
+//!
+//! Each variant's doc names the property whose check must fail on it. A
+//! model that does not fail on a mutant is too weak; the verification
+//! suites assert that every mutant of their gate's list is caught. The
+//! per-gate lists ([`Mutant::RWLOCK`], [`Mutant::SEQLOCK`],
+//! [`Mutant::EPOCH`]) are what the gate suites run today; the
+//! property lists ([`Mutant::PREMATURE_FREE`], [`Mutant::FAST_PATH_PLAN`],
+//! [`Mutant::EPOCH_READER_LENGTH`]) group the mutants that need a model
+//! built for that property (a precise grace-period reclaimer, a plan racing
+//! a fast append, a reader racing a snapshot replacement).
 
 use crate::gate::{append_eligibility, AppendMiss};
 use crate::hash::{BlockPair, ExternalSequenceBlockHash, Slot};
@@ -56,6 +65,43 @@ pub enum Mutant {
     /// later store instead of a compare-and-swap, so two schedulers can both
     /// win it.
     RacySweepClaim = 14,
+    /// Seqlock: a replaced out-of-line array (edge buffer, position table,
+    /// cutoff list, full-bit chunks) is retired *before* its pointer is
+    /// swapped, so a reader that pins in between loads it after its grace
+    /// period began and holds it when it is freed. Property: nothing is
+    /// freed while a pinned reader holds it (the grace-period reclaimer with
+    /// the quarantining allocator; the checker reclaimer cannot see it).
+    SeqlockRetireBeforeUnpublish = 15,
+    /// Sweep: the child set a sweep replaces when it unlinks a leaf (and the
+    /// unlinked entry of a sharded set) is freed at once instead of retired,
+    /// so a reader walking into the leaf under its pin holds freed memory.
+    /// Property: nothing is freed while a pinned reader holds it (sweeps on,
+    /// grace-period reclaimer, a reader racing `unlink_if_stale`).
+    SweepFreesBeforeGrace = 16,
+    /// Seqlock: a successful fast-path append does not bump the plan
+    /// version, so a plan made before it (on the old tail) still commits.
+    /// Property: a plan whose node changed after it was made fails its
+    /// commit — final state among the serial outcomes when a planned store
+    /// races a decode append on the same leaf (no lost or misplaced block).
+    SeqlockAppendWithoutPlanBump = 17,
+    /// Epoch: a successful fast-path append does not bump the plan counter.
+    /// Property: as [`Mutant::SeqlockAppendWithoutPlanBump`].
+    EpochAppendWithoutPlanBump = 18,
+    /// Epoch: a reader follows the buffer's live length past its snapshot's
+    /// own length without re-loading the gate's pointer, so it may combine
+    /// an old snapshot (a rank still full) with blocks appended after that
+    /// rank was demoted. Property: every view is a state the node was in (a
+    /// reader racing a demoting append credits no rank with blocks it never
+    /// held).
+    EpochUnvalidatedLiveLength = 19,
+    /// Epoch: when the snapshot was replaced after in-place appends past its
+    /// length, the reader uses `(S, S.len)` instead of re-running under the
+    /// mutex, a state older than one the caller may already have seen.
+    /// Property: read-your-writes across lanes — a lane's own pure append,
+    /// then another lane's coverage raise that replaces the snapshot without
+    /// a plan bump, then the first lane's next store on that tail must find
+    /// its own block (no `ParentBlockNotFound`, no final undercount).
+    EpochReadsReplacedSnapshotLength = 20,
 }
 
 impl Mutant {
@@ -84,8 +130,27 @@ impl Mutant {
         Mutant::EpochUnexcludedWriters,
     ];
 
+    /// Mutants that free memory a reader may still hold (need the
+    /// grace-period reclaimer under the model).
+    pub const PREMATURE_FREE: [Mutant; 2] = [
+        Mutant::SeqlockRetireBeforeUnpublish,
+        Mutant::SweepFreesBeforeGrace,
+    ];
+
+    /// Mutants whose fast-path append leaves earlier plans valid.
+    pub const FAST_PATH_PLAN: [Mutant; 2] = [
+        Mutant::SeqlockAppendWithoutPlanBump,
+        Mutant::EpochAppendWithoutPlanBump,
+    ];
+
+    /// Mutants of the epoch gate's rule for the length a reader uses.
+    pub const EPOCH_READER_LENGTH: [Mutant; 2] = [
+        Mutant::EpochUnvalidatedLiveLength,
+        Mutant::EpochReadsReplacedSnapshotLength,
+    ];
+
     /// Every mutant, for lookups by name or id.
-    pub const ALL: [Mutant; 14] = [
+    pub const ALL: [Mutant; 20] = [
         Mutant::SkipInternalCheck,
         Mutant::ClearBitBeforeCutoff,
         Mutant::NoInvalidation,
@@ -100,6 +165,12 @@ impl Mutant {
         Mutant::EpochLenBeforePairs,
         Mutant::EpochUnexcludedWriters,
         Mutant::RacySweepClaim,
+        Mutant::SeqlockRetireBeforeUnpublish,
+        Mutant::SweepFreesBeforeGrace,
+        Mutant::SeqlockAppendWithoutPlanBump,
+        Mutant::EpochAppendWithoutPlanBump,
+        Mutant::EpochUnvalidatedLiveLength,
+        Mutant::EpochReadsReplacedSnapshotLength,
     ];
 
     /// The mutant with numeric id `id` (`Mutant as u8`; 0 is [`Mutant::None`]).

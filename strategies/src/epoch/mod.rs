@@ -232,9 +232,16 @@ impl<R: Reclaim> EpochGate<R> {
         if live <= snap.len {
             return Some(snap.len);
         }
+        if mutant!(EpochUnvalidatedLiveLength) {
+            return Some(live);
+        }
         // Relaxed: a comparison only; the Acquire load of `live` orders it,
         // and coherence makes a replaced snapshot fail it (module docs).
-        std::ptr::eq(self.snap.load(Ordering::Relaxed), snap).then_some(live)
+        let still_current = std::ptr::eq(self.snap.load(Ordering::Relaxed), snap);
+        if !still_current && mutant!(EpochReadsReplacedSnapshotLength) {
+            return Some(snap.len);
+        }
+        still_current.then_some(live)
     }
 
     /// Runs `f` on a consistent view: lock-free unless an exclusive section
@@ -446,7 +453,9 @@ unsafe impl<R: Reclaim> ShapeGate for EpochGate<R> {
             writer.push_blocks(blocks);
         }
         self.publish(cur, writer.finish());
-        self.bump_plan();
+        if !mutant!(EpochAppendWithoutPlanBump) {
+            self.bump_plan();
+        }
         Ok(old_len)
     }
 

@@ -33,8 +33,10 @@
 //!   it (Acquire) before reading the view; commits compare it under the
 //!   writer lock. Writers store it with Release after their payload stores.
 //!
-//! Memory: every replaced out-of-line array is retired through the reclaimer;
-//! readers pin for the read.
+//! Memory: every replaced out-of-line array is unpublished (its pointer
+//! swapped, Release) and only then retired through the gate's reclaimer `R`,
+//! so a reader that pins after the retire cannot load it; readers pin for
+//! the whole read, so one that loaded it before keeps it alive.
 
 pub mod payload;
 
@@ -46,6 +48,7 @@ use crate::sync::atomic::{fence, AtomicU64, Ordering};
 use crate::sync::stats::StatCounter;
 use crate::sync::{spin_loop, Backoff};
 use payload::{Payload, View, Writer};
+use std::marker::PhantomData;
 
 /// Version word bit: a writer holds the node (readers ignore it).
 const APPEND_LOCK: u64 = 1 << 0;
@@ -63,24 +66,27 @@ pub static OPTIMISTIC_RESTARTS: StatCounter = StatCounter::new();
 /// Reads that gave up optimism and took the writer lock (process-wide).
 pub static PESSIMISTIC_FALLBACKS: StatCounter = StatCounter::new();
 
-/// The seqlock-version strategy.
-pub struct SeqlockGate {
+/// The seqlock-version strategy over reclaimer `R` (the build's default
+/// unless a model checker picks a precise one).
+pub struct SeqlockGate<R: Reclaim = DefaultReclaim> {
     word: AtomicU64,
     plan: AtomicU64,
     payload: Payload,
+    reclaim: PhantomData<fn() -> R>,
 }
 
-impl std::fmt::Debug for SeqlockGate {
+impl<R: Reclaim> std::fmt::Debug for SeqlockGate<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Relaxed: diagnostics only.
         let word = self.word.load(Ordering::Relaxed);
         f.debug_struct("SeqlockGate")
             .field("word", &word)
+            .field("reclaim", &R::NAME)
             .finish_non_exhaustive()
     }
 }
 
-impl SeqlockGate {
+impl<R: Reclaim> SeqlockGate<R> {
     /// Takes the writer lock; returns the unlocked word it replaced.
     fn lock(&self) -> u64 {
         let mut backoff = Backoff::new();
@@ -141,7 +147,7 @@ impl SeqlockGate {
     }
 
     /// One optimistic attempt; `None` if it must be retried.
-    fn optimistic<R>(&self, f: &mut impl FnMut(&View<'_>) -> R) -> Option<R> {
+    fn optimistic<T>(&self, f: &mut impl FnMut(&View<'_>) -> T) -> Option<T> {
         // Acquire: pairs with a writer's Release unlock.
         let before = self.word.load(Ordering::Acquire);
         if before & STRUCT_LOCK != 0 {
@@ -158,12 +164,12 @@ impl SeqlockGate {
     }
 
     /// A validated read, optimistic first, pessimistic after too many restarts.
-    fn validated<R>(
+    fn validated<T>(
         &self,
-        mut f: impl FnMut(&View<'_>) -> R,
+        mut f: impl FnMut(&View<'_>) -> T,
         mut before: impl FnMut() -> u64,
-    ) -> (R, u64) {
-        let _pin = DefaultReclaim::pin();
+    ) -> (T, u64) {
+        let _pin = R::pin();
         for _ in 0..MAX_OPTIMISTIC {
             let token = before();
             if let Some(result) = self.optimistic(&mut f) {
@@ -189,44 +195,45 @@ impl SeqlockGate {
 // the append bit, which every non-monotone write changes; monotone writes are
 // published so that either side is a complete state (module docs); the
 // pessimistic fallback reads under the lock. (5) readers pin; replaced
-// arrays are retired through `DefaultReclaim`.
-unsafe impl ShapeGate for SeqlockGate {
+// arrays are unpublished, then retired through `R`.
+unsafe impl<R: Reclaim> ShapeGate for SeqlockGate<R> {
     const NAME: &'static str = "seqlock";
     type View<'a> = View<'a>;
-    type Writer<'a> = Writer<'a>;
-    type Reclaim = DefaultReclaim;
+    type Writer<'a> = Writer<'a, R>;
+    type Reclaim = R;
 
     fn new(init: ShapeInit) -> Self {
         Self {
             word: AtomicU64::new(0),
             plan: AtomicU64::new(0),
             payload: Payload::new(init),
+            reclaim: PhantomData,
         }
     }
 
-    fn read<R>(&self, f: impl FnMut(&View<'_>) -> R) -> R {
+    fn read<T>(&self, f: impl FnMut(&View<'_>) -> T) -> T {
         self.validated(f, || 0).0
     }
 
-    fn plan<R>(&self, f: impl FnMut(&View<'_>) -> R) -> (R, Version) {
+    fn plan<T>(&self, f: impl FnMut(&View<'_>) -> T) -> (T, Version) {
         // Acquire: a plan that sees a version sees the payload it covers.
         let (result, version) = self.validated(f, || self.plan.load(Ordering::Acquire));
         (result, Version(version))
     }
 
-    fn shared<R>(&self, version: Option<Version>, f: impl FnOnce() -> R) -> Result<R, Stale> {
+    fn shared<T>(&self, version: Option<Version>, f: impl FnOnce() -> T) -> Result<T, Stale> {
         let unlocked = self.lock();
         let result = self.plan_matches(version).then(f).ok_or(Stale);
         self.unlock(unlocked, false);
         result
     }
 
-    fn shared_commit<R>(
+    fn shared_commit<T>(
         &self,
         version: Option<Version>,
-        f: impl FnOnce(&mut Writer<'_>) -> R,
-    ) -> Result<R, Stale> {
-        let _pin = DefaultReclaim::pin();
+        f: impl FnOnce(&mut Writer<'_, R>) -> T,
+    ) -> Result<T, Stale> {
+        let _pin = R::pin();
         let unlocked = self.lock();
         let result = self
             .plan_matches(version)
@@ -236,12 +243,12 @@ unsafe impl ShapeGate for SeqlockGate {
         result
     }
 
-    fn exclusive_commit<R>(
+    fn exclusive_commit<T>(
         &self,
         version: Option<Version>,
-        f: impl FnOnce(&mut Writer<'_>) -> Commit<R>,
-    ) -> Result<R, Stale> {
-        let _pin = DefaultReclaim::pin();
+        f: impl FnOnce(&mut Writer<'_, R>) -> Commit<T>,
+    ) -> Result<T, Stale> {
+        let _pin = R::pin();
         let unlocked = self.lock();
         if !self.plan_matches(version) {
             self.unlock(unlocked, false);
@@ -262,9 +269,9 @@ unsafe impl ShapeGate for SeqlockGate {
         parent: ExternalSequenceBlockHash,
         blocks: &[BlockPair],
     ) -> Result<usize, AppendMiss> {
-        let _pin = DefaultReclaim::pin();
+        let _pin = R::pin();
         let unlocked = self.lock();
-        let mut writer = Writer::new(&self.payload);
+        let mut writer = Writer::<R>::new(&self.payload);
         if let Err(miss) = append_eligibility(&writer, slot, parent, blocks) {
             self.unlock(unlocked, false);
             return Err(miss);
@@ -275,13 +282,15 @@ unsafe impl ShapeGate for SeqlockGate {
             self.begin_structural(unlocked);
         }
         append_demoting(&mut writer, slot, blocks);
-        self.bump_plan();
+        if !mutant!(SeqlockAppendWithoutPlanBump) {
+            self.bump_plan();
+        }
         self.unlock(unlocked, structural);
         Ok(old_len)
     }
 
     fn footprint(&self) -> usize {
-        let _pin = DefaultReclaim::pin();
+        let _pin = R::pin();
         2 * std::mem::size_of::<AtomicU64>() + self.payload.footprint()
     }
 }

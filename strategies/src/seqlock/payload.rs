@@ -14,13 +14,17 @@
 //! Writers use [`Writer`] while holding the gate's writer lock: stores are
 //! Relaxed (the gate's fences and lock word order them), except the ones that
 //! publish: a grown buffer or a new cutoff list (Release store of the
-//! pointer) and an appended length (Release store of `len`).
+//! pointer) and an appended length (Release store of `len`). A replaced
+//! array is unpublished first (the pointer swap) and retired through the
+//! gate's reclaimer after, so no reader that pins after the retire can load
+//! it.
 
 use crate::edge_index::INDEX_THRESHOLD;
 use crate::hash::{BlockPair, ExternalSequenceBlockHash, LocalBlockHash, Slot};
-use crate::reclaim::{DefaultReclaim, Reclaim};
+use crate::reclaim::Reclaim;
 use crate::shape::{ShapeInit, ShapeRead, ShapeWrite};
 use crate::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::marker::PhantomData;
 
 const INTERNAL: u8 = 1;
 const ANCHOR: u8 = 2;
@@ -66,8 +70,8 @@ struct IndexBuf {
 /// entry's cutoff: entry = slot << 32 | cutoff.
 struct CutoffBuf(Words);
 
-/// Retires a replaced box through the reclaimer.
-fn retire<T: Send + 'static>(old: *mut T) {
+/// Retires a replaced box through `R`. The caller unpublished it first.
+fn retire<R: Reclaim, T: Send + 'static>(old: *mut T) {
     if old.is_null() {
         return;
     }
@@ -75,7 +79,7 @@ fn retire<T: Send + 'static>(old: *mut T) {
     // SAFETY: the box is owned by this wrapper alone once unlinked; `T: Send`.
     unsafe impl<T: Send> Send for Owned<T> {}
     let owned = Owned(old);
-    DefaultReclaim::defer(&DefaultReclaim::pin(), move || {
+    R::defer(&R::pin(), move || {
         let owned = owned;
         // SAFETY: `old` came from `Box::into_raw`, was unlinked before this
         // retire, and the reclaimer runs this only after every reader that
@@ -269,7 +273,7 @@ impl std::fmt::Debug for View<'_> {
     }
 }
 
-impl std::fmt::Debug for Writer<'_> {
+impl<R> std::fmt::Debug for Writer<'_, R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Writer")
             .field("len", &self.view.len)
@@ -378,18 +382,37 @@ impl ShapeRead for View<'_> {
     }
 }
 
-/// A writer of a seqlock node: the view plus mutators. Exists only under the
-/// gate's writer lock.
-pub struct Writer<'a> {
+/// A writer of a seqlock node: the view plus mutators, retiring what it
+/// replaces through `R`. Exists only under the gate's writer lock.
+pub struct Writer<'a, R> {
     view: View<'a>,
+    reclaim: PhantomData<fn() -> R>,
 }
 
-impl<'a> Writer<'a> {
+impl<'a, R: Reclaim> Writer<'a, R> {
     /// A writer over `payload`. The caller holds the writer lock.
     pub(super) fn new(payload: &'a Payload) -> Self {
         Self {
             view: View::new(payload),
+            reclaim: PhantomData,
         }
+    }
+
+    /// Publishes `next` in `slot` (Release: its contents are visible to a
+    /// reader that loads it), then retires the array it replaced. (Mutant
+    /// `SeqlockRetireBeforeUnpublish`: retires the old array while it is
+    /// still the published one, so a reader that pins in between can load it
+    /// after its grace period began.)
+    fn replace<T: Send + 'static>(slot: &AtomicPtr<T>, next: *mut T) {
+        if mutant!(SeqlockRetireBeforeUnpublish) {
+            // Relaxed: broken on purpose; the writer lock orders our own stores.
+            retire::<R, T>(slot.load(Ordering::Relaxed));
+            // Release: as below.
+            slot.store(next, Ordering::Release);
+            return;
+        }
+        // Release: publishes the new array's contents.
+        retire::<R, T>(slot.swap(next, Ordering::Release));
     }
 
     fn refresh(&mut self) {
@@ -409,13 +432,7 @@ impl<'a> Writer<'a> {
                 .for_each(|(i, &(s, k))| words.set(i, encode(s, k)));
             CutoffBuf(words)
         });
-        // Release: publishes the new list's contents.
-        let old = self
-            .view
-            .payload
-            .cutoffs
-            .swap(publish(list), Ordering::Release);
-        retire(old);
+        Self::replace(&self.view.payload.cutoffs, publish(list));
         self.refresh();
     }
 
@@ -426,13 +443,7 @@ impl<'a> Writer<'a> {
         }
         let grown = Words::zeroed(2 * needed.max(2 * capacity));
         (0..2 * self.view.len).for_each(|i| grown.set(i, self.view.edge.map_or(0, |e| e.0.get(i))));
-        // Release: publishes the copied pairs before any reader can load the buffer.
-        let old = self
-            .view
-            .payload
-            .edge
-            .swap(publish(Some(EdgeBuf(grown))), Ordering::Release);
-        retire(old);
+        Self::replace(&self.view.payload.edge, publish(Some(EdgeBuf(grown))));
         self.refresh();
     }
 
@@ -450,13 +461,7 @@ impl<'a> Writer<'a> {
 
     fn rebuild_index(&mut self) {
         let rebuilt = IndexBuf::build(&self.edge_pairs());
-        // Release: publishes the table's contents.
-        let old = self
-            .view
-            .payload
-            .index
-            .swap(publish(rebuilt), Ordering::Release);
-        retire(old);
+        Self::replace(&self.view.payload.index, publish(rebuilt));
         self.refresh();
     }
 
@@ -465,7 +470,7 @@ impl<'a> Writer<'a> {
     }
 }
 
-impl ShapeRead for Writer<'_> {
+impl<R: Reclaim> ShapeRead for Writer<'_, R> {
     fn len(&self) -> usize {
         self.view.len()
     }
@@ -507,7 +512,7 @@ impl ShapeRead for Writer<'_> {
     }
 }
 
-impl ShapeWrite for Writer<'_> {
+impl<R: Reclaim> ShapeWrite for Writer<'_, R> {
     fn push_blocks(&mut self, blocks: &[BlockPair]) {
         let old_len = self.view.len;
         self.grow_edge(old_len + blocks.len());
@@ -558,13 +563,7 @@ impl ShapeWrite for Writer<'_> {
             let grown = Words::zeroed((extra + 1).next_power_of_two().max(4));
             (0..chunks.map_or(0, |c| c.capacity()))
                 .for_each(|i| grown.set(i, chunks.map_or(0, |c| c.get(i))));
-            // Release: publishes the copied words.
-            retire(
-                self.view
-                    .payload
-                    .chunks
-                    .swap(publish(Some(grown)), Ordering::Release),
-            );
+            Self::replace(&self.view.payload.chunks, publish(Some(grown)));
         }
         // SAFETY: the writer lock is held; the pointer was just published.
         let chunks = unsafe { deref(&self.view.payload.chunks) };
