@@ -45,7 +45,7 @@ cargo test -p crtc-verification --release --features all-strategies "${test_args
 build=$((SECONDS - start))
 for t in "${tests[@]}"; do
     cargo test -p crtc-verification --release --features all-strategies --test "$t" -- \
-        --test-threads=1 --nocapture "${filter[@]}" 2>&1 | tee -a "$log"
+        --nocapture "${filter[@]}" 2>&1 | tee -a "$log"
 done
 
 # One summary line: per gate, its models (executions, seconds) and its

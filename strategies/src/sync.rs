@@ -322,51 +322,54 @@ impl Backoff {
 #[cfg(all(crtc_loom, crtc_shuttle))]
 compile_error!("`--cfg crtc_loom` and `--cfg crtc_shuttle` are mutually exclusive");
 
-/// Process-wide state of the model checkers' test reclaimer and mutant
-/// switch. Loom and shuttle run every modelled thread on one OS thread, one
-/// at a time, so plain std primitives here are never contended and stay
-/// invisible to the checker (they model the harness, not the code under test).
+/// State of the model checkers' test reclaimer (per OS thread) and mutant
+/// switch (per process). Loom and shuttle run every modelled thread of one
+/// model on the OS thread that explores it, one at a time, so the
+/// reclaimer's pin count and deferred work are thread-locals: each test
+/// thread of a parallel test run has its own, and one model never runs (or
+/// counts the pins of) another model's deferred frees, which would touch
+/// that execution's checker objects from the wrong execution (loom: "Arc
+/// leaked", then SIGSEGV). Plain std primitives here are never contended and
+/// stay invisible to the checker (they model the harness, not the code under
+/// test). The mutant is process-wide: a negative control selects it in a
+/// child process that runs one model.
 #[cfg(any(crtc_loom, crtc_shuttle))]
 pub mod checker_state {
-    use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
-    use std::sync::Mutex;
+    use std::cell::{Cell, RefCell};
+    use std::sync::atomic::{AtomicU8, Ordering};
 
     type Deferred = Box<dyn FnOnce() + Send>;
 
-    static PINNED: AtomicUsize = AtomicUsize::new(0);
-    static DEFERRED: Mutex<Vec<Deferred>> = Mutex::new(Vec::new());
+    thread_local! {
+        static PINNED: Cell<usize> = const { Cell::new(0) };
+        static DEFERRED: RefCell<Vec<Deferred>> = const { RefCell::new(Vec::new()) };
+    }
     static MUTANT: AtomicU8 = AtomicU8::new(0);
 
     /// Records that a thread pinned.
     pub fn pin_enter() {
-        // SeqCst: harness bookkeeping; one OS thread runs every model thread.
-        PINNED.fetch_add(1, Ordering::SeqCst);
+        PINNED.with(|p| p.set(p.get() + 1));
     }
 
     /// Records that a thread unpinned.
     pub fn pin_exit() {
-        // SeqCst: as above.
-        PINNED.fetch_sub(1, Ordering::SeqCst);
+        PINNED.with(|p| p.set(p.get() - 1));
     }
 
     /// Number of pinned threads.
     pub fn pinned() -> usize {
-        // SeqCst: as above.
-        PINNED.load(Ordering::SeqCst)
+        PINNED.with(Cell::get)
     }
 
     /// Queues `f` until no thread is pinned.
     pub fn defer(f: impl FnOnce() + Send + 'static) {
-        DEFERRED
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(Box::new(f));
+        DEFERRED.with(|d| d.borrow_mut().push(Box::new(f)));
     }
 
     /// Runs every queued function if no thread is pinned.
     pub fn run_if_unpinned() {
         while pinned() == 0 {
-            let batch = std::mem::take(&mut *DEFERRED.lock().unwrap_or_else(|e| e.into_inner()));
+            let batch = DEFERRED.with(|d| std::mem::take(&mut *d.borrow_mut()));
             if batch.is_empty() {
                 return;
             }

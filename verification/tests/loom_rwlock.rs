@@ -13,8 +13,11 @@
 //!   after, never a mix), and two racing appenders (exactly one wins).
 //!
 //! The preemption bound is `CRTC_LOOM_PREEMPTIONS`, else
-//! `LOOM_MAX_PREEMPTIONS`, else 2. Run single-threaded (`--test-threads=1`):
-//! the checkers' reclaimer and mutant switch are process-global.
+//! `LOOM_MAX_PREEMPTIONS`, else 2. Tests run in parallel under the default
+//! harness: the checker reclaimer's pins and deferred frees are per test
+//! thread (`crtc_strategies::sync::checker_state`), and the one test that
+//! reads the process-wide retry counters runs alone in a child process
+//! (`models::alone`).
 //!
 //! Negative controls (`loom_mutants_are_caught`): every RwLock mutant runs
 //! against the models that must catch it, each in a child process of this

@@ -21,8 +21,9 @@
 //!
 //! Knobs: `CRTC_SHUTTLE_ITERS` schedules per (scheduler, seed) (default
 //! 3000), `CRTC_SHUTTLE_STORM_ITERS` for the storm (default 1000),
-//! `CRTC_SHUTTLE_SEEDS` (default `1 2 3`), PCT depth 3. Run with
-//! `--test-threads=1` (the checker state is process-global).
+//! `CRTC_SHUTTLE_SEEDS` (default `1 2 3`), PCT depth 3. Tests run in parallel: the checker reclaimer's state is
+//! per test thread, and the storms, which read the process-wide retry
+//! counters, each run alone in a child process (`models::alone`).
 //!
 //! `shuttle_mutants` runs the gate's mutants against the scenarios in child
 //! processes (`CRTC_SHUTTLE_MUTANT_ITERS`, default 300) and reports which

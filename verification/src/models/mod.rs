@@ -24,9 +24,14 @@
 //!
 //! Why negative controls run in a child process: when a model panics, the
 //! checker abandons the other modelled threads mid-flight (their stacks are
-//! never unwound), so the process-global checker state (pin counter, deferred
-//! frees) may keep entries of a dead execution. A child process confines that
-//! to one run.
+//! never unwound), so the checker state (pin counter, deferred frees) may
+//! keep entries of a dead execution, and the mutant switch is process-wide.
+//! A child process confines both to one run.
+//!
+//! Why the suites may run in parallel (the default test harness): the
+//! checker reclaimer's state is per OS thread, and loom and shuttle run a
+//! model's threads on the test's OS thread; a test that reads process-wide
+//! statistics runs alone in a child process ([`alone`]).
 
 #[cfg(crtc_loom)]
 pub mod gate;
@@ -354,6 +359,36 @@ pub fn spawn_child(test: &str, mutant: Mutant, model: &str) -> ChildVerdict {
             output.status
         ),
     }
+}
+
+/// Environment variable through which a test hands itself to a child
+/// process that runs it alone (see [`alone`]).
+pub const ALONE_ENV: &str = "CRTC_ALONE_CHILD";
+
+/// Runs `f` with the process to itself, for a test that reads process-wide
+/// statistics (the gates' retry counters), which other tests' models bump
+/// when the harness runs tests in parallel. In the child started for `test`
+/// it runs `f`; otherwise it re-runs this test binary's test `test` alone in
+/// a child process, prints the child's output, and panics if the child
+/// failed.
+pub fn alone(test: &str, f: impl FnOnce()) {
+    if std::env::var(ALONE_ENV).is_ok_and(|t| t == test) {
+        f();
+        return;
+    }
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let output = Command::new(exe)
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(ALONE_ENV, test)
+        .output()
+        .expect("start the child test process");
+    print!("{}", String::from_utf8_lossy(&output.stdout));
+    eprint!("{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{test}, run alone in a child process, failed ({})",
+        output.status
+    );
 }
 
 /// A checker's entry point, supplied by the test binary (the library does

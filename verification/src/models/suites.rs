@@ -61,16 +61,20 @@ macro_rules! loom_gate_tests {
             gate_two_appenders => "two_appenders",
         }
 
+        /// Reads the process-wide retry counters, so it runs alone in a
+        /// child process (other tests' models bump them).
         #[test]
         fn gate_reader_vs_pure_append() {
-            let retries: fn() -> (u64, u64) = $retries;
-            let before = retries();
-            $suite().report("pure_append");
-            assert_eq!(
-                before,
-                retries(),
-                "a pure append made a reader retry (restarts, fallbacks)"
-            );
+            $crate::models::alone("gate_reader_vs_pure_append", || {
+                let retries: fn() -> (u64, u64) = $retries;
+                let before = retries();
+                $suite().report("pure_append");
+                assert_eq!(
+                    before,
+                    retries(),
+                    "a pure append made a reader retry (restarts, fallbacks)"
+                );
+            });
         }
 
         #[test]
@@ -174,14 +178,16 @@ macro_rules! shuttle_gate_tests {
             check(&stats, lock_step);
         }
 
+        /// The storms read the process-wide retry counters, so each runs
+        /// alone in a child process (other tests' models bump them).
         #[test]
         fn shuttle_decode_storm_pure() {
-            storm(false);
+            $crate::models::alone("shuttle_decode_storm_pure", || storm(false));
         }
 
         #[test]
         fn shuttle_decode_storm_lock_step() {
-            storm(true);
+            $crate::models::alone("shuttle_decode_storm_lock_step", || storm(true));
         }
 
         #[test]
