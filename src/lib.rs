@@ -4,7 +4,7 @@
 //! # The read contract
 //!
 //! Every strategy ([`strategies::ShapeGate`]) satisfies, against the
-//! [`reference`] model:
+//! reference model (`crtc_verification::reference`):
 //!
 //! - **C1 never overcount**: a score is at most the rank's held prefix (for a
 //!   concurrent read, the largest held prefix at some instant of the read).
@@ -23,13 +23,9 @@
 //! module's documentation.
 #![warn(missing_docs)]
 
-#[cfg(not(any(crtc_loom, crtc_shuttle)))]
-pub mod compare;
 pub mod indexer;
-pub mod reference;
 pub mod tree;
 pub mod types;
-pub mod workload;
 pub use crtc_strategies as strategies;
 pub use indexer::{Indexer, IndexerConfig};
 pub use tree::{EventOutcome, Lane, NodeInfo, StoreOutcome, Tree, TreeConfig};

@@ -6,13 +6,13 @@
 
 mod suite;
 
-use crtc::strategies::sync::atomic::{AtomicBool, Ordering};
-use crtc::strategies::sync::mpsc::{channel, Sender};
-use crtc::strategies::sync::{thread, Arc};
-use crtc::strategies::{Reclaim, ShapeGate};
 use crtc::tree::ReclaimConfig;
 use crtc::types::{ExternalSequenceBlockHash, LocalBlockHash, RouterEvent, WorkerWithDpRank};
 use crtc::{Lane, Tree, TreeConfig};
+use crtc_strategies::sync::atomic::{AtomicBool, Ordering};
+use crtc_strategies::sync::mpsc::{channel, Sender};
+use crtc_strategies::sync::{thread, Arc};
+use crtc_strategies::{Reclaim, ShapeGate};
 use std::time::Duration;
 use suite::*;
 
@@ -44,7 +44,7 @@ fn wait_unmapped<G: ShapeGate>(tree: &Tree<G>, rank: WorkerWithDpRank) {
         if tree.slot_of(rank).is_none() {
             return;
         }
-        crtc::strategies::sync::spin_loop();
+        crtc_strategies::sync::spin_loop();
         thread::sleep(Duration::from_millis(1));
     }
     panic!("{rank} was never unmapped");
@@ -83,7 +83,7 @@ fn store_under_anchor(
     RouterEvent::stored(
         rank,
         Some(id),
-        crtc::types::chain::chained(Some(id), locals),
+        crtc_verification::chain::chained(Some(id), locals),
     )
 }
 
@@ -92,7 +92,7 @@ fn remove_under_anchor(
     id: ExternalSequenceBlockHash,
     locals: &[u64],
 ) -> RouterEvent {
-    let blocks = crtc::types::chain::chained(Some(id), locals);
+    let blocks = crtc_verification::chain::chained(Some(id), locals);
     RouterEvent::removed(rank, blocks.into_iter().map(|b| b.external).collect())
 }
 
@@ -113,10 +113,10 @@ macro_rules! lifecycle {
     };
 }
 
-lifecycle!(rwlock, crtc::strategies::RwLockGate);
+lifecycle!(rwlock, crtc_strategies::RwLockGate);
 #[cfg(feature = "seqlock")]
-lifecycle!(seqlock, crtc::strategies::SeqlockGate);
+lifecycle!(seqlock, crtc_strategies::SeqlockGate);
 #[cfg(feature = "epoch")]
-lifecycle!(epoch, crtc::strategies::CrossbeamEpochGate);
+lifecycle!(epoch, crtc_strategies::CrossbeamEpochGate);
 #[cfg(feature = "seize")]
-lifecycle!(seize, crtc::strategies::SeizeEpochGate);
+lifecycle!(seize, crtc_strategies::SeizeEpochGate);

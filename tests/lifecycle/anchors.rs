@@ -58,16 +58,16 @@ fn fast_path_declines_an_anchor_and_decode_stores_extend_the_child() {
     f.apply(0, store_under_anchor(rank(1), anchor_id(1), &[5]));
     let misses = f.lanes[0]
         .counters()
-        .misses(crtc::strategies::AppendMiss::Anchor);
+        .misses(crtc_strategies::AppendMiss::Anchor);
     assert_eq!(
         misses, 1,
         "the first store under the anchor reached its node"
     );
-    let parent = crtc::types::chain::chained(Some(anchor_id(1)), &[5])[0].external;
+    let parent = crtc_verification::chain::chained(Some(anchor_id(1)), &[5])[0].external;
     let decode = RouterEvent::stored(
         rank(1),
         Some(parent),
-        crtc::types::chain::chained(Some(parent), &[6]),
+        crtc_verification::chain::chained(Some(parent), &[6]),
     );
     f.apply(0, decode);
     assert_eq!(f.tree.node_count(), 2, "the child grew in place");

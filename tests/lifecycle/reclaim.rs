@@ -173,7 +173,7 @@ fn sweep_keeps_live_structure_and_later_stores_create_children() {
 
 #[test]
 fn store_racing_back_to_back_sweeps_is_never_lost() {
-    use crtc::strategies::sync::atomic::AtomicU64;
+    use crtc_strategies::sync::atomic::AtomicU64;
     let tree = Arc::new(Tree::<G>::new(config(true, ReclaimConfig::disabled())));
     let (stop, sweeps) = (
         Arc::new(AtomicBool::new(false)),

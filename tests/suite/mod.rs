@@ -3,10 +3,10 @@
 
 #![allow(dead_code)]
 
-use crtc::types::chain::{chained, tail_hash};
 use crtc::types::{ExternalSequenceBlockHash, LocalBlockHash, RouterEvent, WorkerWithDpRank};
 use crtc::{EventOutcome, Lane, Tree, TreeConfig};
 use crtc_strategies::ShapeGate;
+use crtc_verification::chain::{chained, tail_hash};
 
 pub fn rank(worker: u64) -> WorkerWithDpRank {
     WorkerWithDpRank::new(worker, 0)

@@ -1,10 +1,11 @@
 //! Backends for testing the harness itself.
 
+use crate::chain;
+use crate::reference::Reference;
 use crate::Backend;
-use crtc::reference::Reference;
 use crtc::types::{
-    chain, KvCacheEventData, KvError, LocalBlockHash, MatchDetails, OverlapScores, RouterEvent,
-    WorkerId, WorkerWithDpRank,
+    KvCacheEventData, KvError, LocalBlockHash, MatchDetails, OverlapScores, RouterEvent, WorkerId,
+    WorkerWithDpRank,
 };
 
 /// A backend that is the reference model: every rank scores its held prefix,

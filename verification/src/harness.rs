@@ -1,9 +1,10 @@
 //! The differential driver: replays ops on a backend and the model in lock
 //! step and checks the read contract at checkpoints.
 
+use crate::chain;
+use crate::reference::{Classification, Discrepancy, Reference, Verdict};
 use crate::{queries_for, Backend, Catalog, Op, Rng};
-use crtc::reference::{Classification, Discrepancy, Reference, Verdict};
-use crtc::types::{chain, LocalBlockHash, MatchDetails, OverlapScores};
+use crtc::types::{LocalBlockHash, MatchDetails, OverlapScores};
 
 /// What a differential run did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

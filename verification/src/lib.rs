@@ -1,4 +1,7 @@
-//! Differential verification of `crtc` backends against the reference model.
+//! Verification of `crtc`: the reference model every strategy is held to,
+//! the seeded workloads (presets, the engine model, trace and event-stream
+//! loaders) with their one random generator and one hash chain, and the
+//! differential harness.
 //!
 //! The harness replays a generated stream of [`Op`]s on a [`Backend`] and, in
 //! lock step, on [`Reference`] (DESIGN §4, upstream-crtc.md §18). At
@@ -23,11 +26,14 @@
 
 pub mod backends;
 pub mod catalog;
+pub mod chain;
 pub mod harness;
 #[cfg(any(crtc_loom, crtc_shuttle))]
 pub mod models;
 pub mod queries;
+pub mod reference;
 pub mod rng;
+pub mod stream;
 pub mod tree_backends;
 pub mod workload;
 
@@ -36,10 +42,10 @@ pub use catalog::Catalog;
 pub use harness::{run_differential, Report};
 pub use queries::{queries_for, STRAY_LOCAL};
 pub use rng::Rng;
+pub use stream::{cases_from_env, random_stream, stream_strategy};
 pub use tree_backends::{IndexerBackend, TreeBackend};
-pub use workload::{cases_from_env, random_stream, stream_strategy};
 
-use crtc::reference::{Reference, Verdict};
+use crate::reference::{Reference, Verdict};
 use crtc::types::{
     KvCacheEventData, KvError, LocalBlockHash, MatchDetails, OverlapScores, RouterEvent, WorkerId,
     WorkerWithDpRank,

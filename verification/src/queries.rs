@@ -1,7 +1,7 @@
 //! The queries asked at a checkpoint.
 
+use crate::reference::Reference;
 use crate::{Catalog, Rng};
-use crtc::reference::Reference;
 use crtc::types::LocalBlockHash;
 use rustc_hash::FxHashSet;
 
@@ -32,7 +32,7 @@ pub fn queries_for(
             break;
         };
         if let Some(mut locals) = catalog.locals(block) {
-            locals.truncate(rng.range(1, locals.len()));
+            locals.truncate(rng.between(1, locals.len()));
             queries.push(locals);
         }
     }

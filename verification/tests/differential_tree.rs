@@ -67,7 +67,7 @@ fn fast_path_is_invisible<G: ShapeGate>(
     let (mut fast, mut general) = (TreeBackend::<G>::new(true), TreeBackend::<G>::new(false));
     let (mut catalog, mut model, mut rng) = (
         Catalog::default(),
-        crtc::reference::Reference::new(),
+        crtc_verification::reference::Reference::new(),
         Rng::new(seed),
     );
     for (index, op) in ops.iter().enumerate() {

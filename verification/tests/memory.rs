@@ -10,12 +10,12 @@
 //! random streams (holes, clears, worker removals) run against a tree that
 //! sweeps after every operation and must still satisfy C1–C4.
 
-use crtc::reference::Reference;
 use crtc::tree::ReclaimConfig;
-use crtc::types::chain::chained;
 use crtc::types::{BlockPair, LocalBlockHash, RouterEvent, WorkerWithDpRank};
 use crtc::{Indexer, IndexerConfig, Lane, Tree, TreeConfig};
 use crtc_strategies::ShapeGate;
+use crtc_verification::chain::chained;
+use crtc_verification::reference::Reference;
 use crtc_verification::Rng;
 
 /// System prompts; each has three live sequences (fanout stays compact).

@@ -19,14 +19,14 @@
 //! `--nocapture` to see them); overcounts, hash mismatches, parity
 //! mismatches and rejected valid stores must all be 0.
 
-use crtc::reference::Reference;
 use crtc::tree::ReclaimConfig;
-use crtc::types::chain::chained;
 use crtc::types::{BlockPair, LocalBlockHash, RouterEvent, WorkerWithDpRank};
 use crtc::{Lane, Tree, TreeConfig};
 use crtc_strategies::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use crtc_strategies::sync::{spin_loop, thread, Arc, Mutex};
 use crtc_strategies::ShapeGate;
+use crtc_verification::chain::chained;
+use crtc_verification::reference::Reference;
 use crtc_verification::Rng;
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::time::{Duration, Instant};
@@ -188,7 +188,7 @@ impl<G: ShapeGate> Writer<G> {
         let result = self.shared.tree.apply_event(&mut self.lane, &event);
         let verdict = model.reference.apply_outcome(&event, result.is_ok());
         bump(&self.shared.counters.events, 1);
-        if let (Err(e), crtc::reference::Verdict::Apply) = (&result, verdict) {
+        if let (Err(e), crtc_verification::reference::Verdict::Apply) = (&result, verdict) {
             let c = &self.shared.counters.apply_errors;
             self.shared
                 .fail(c, || format!("valid event rejected: {e}: {event:?}"));

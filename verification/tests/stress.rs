@@ -5,13 +5,13 @@
 //! prefix exactly (C2). Runs for every strategy, fast path on and off.
 //! `CRTC_STRESS_ROUNDS` scales the run (default 3).
 
-use crtc::reference::Reference;
-use crtc::types::chain::chained;
 use crtc::types::{BlockPair, LocalBlockHash, RouterEvent, WorkerWithDpRank};
 use crtc::{Tree, TreeConfig};
 use crtc_strategies::sync::atomic::{AtomicBool, Ordering};
 use crtc_strategies::sync::{thread, Arc};
 use crtc_strategies::ShapeGate;
+use crtc_verification::chain::chained;
+use crtc_verification::reference::Reference;
 use crtc_verification::Rng;
 use rustc_hash::{FxHashMap, FxHashSet};
 

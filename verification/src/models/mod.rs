@@ -44,8 +44,8 @@ pub mod sweep;
 #[cfg(crtc_loom)]
 pub mod tree;
 
+use crate::chain::{chain_hash, chained, tail_hash};
 use crtc::tree::ReclaimConfig;
-use crtc::types::chain::{chain_hash, chained, tail_hash};
 use crtc::types::{
     ExternalSequenceBlockHash, KvCacheEventData, LocalBlockHash, OverlapScores, RouterEvent,
     WorkerWithDpRank,

@@ -40,7 +40,7 @@ use super::{
     model_config, observe, query, rank, run_once, sequence, store, Explorer, NamedModel,
     Observation, QueryScores, ReadBounds, Scenario, Suite,
 };
-use crtc::reference::Reference;
+use crate::reference::Reference;
 use crtc::types::RouterEvent;
 use crtc_strategies::sync::{thread, Arc};
 use crtc_strategies::ShapeGate;

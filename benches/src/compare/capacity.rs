@@ -1,0 +1,177 @@
+//! Write capacity: apply the whole stream as fast as one issuer can enqueue
+//! it, drain included, while reader threads loop `find_matches` over the
+//! stream's lookups.
+//!
+//! Protocol. The writes are cloned before the clock starts. Every thread
+//! waits for a common start instant a few milliseconds ahead; the issuer
+//! then enqueues every write (worker removals run synchronously, as they do
+//! in a router) and calls `flush`; the elapsed time ends when the flush
+//! returns. Readers wait until the lanes applied a first event, then loop
+//! over the lookup list from staggered positions, time each call, and stop
+//! once the issuer is done; they keep the latest [`MAX_SAMPLES`] timings
+//! each. As in upstream's overloaded replay, lookups run against a tree that
+//! is still growing, so read cost is understated compared with keep-up mode.
+
+use super::backend::{Backend, BackendStats};
+use super::measure::sleep_until;
+use super::plan::{issue, join_all, spawn, timed_lookup, Plan};
+use crtc::types::LocalBlockHash;
+use crtc_strategies::sync::atomic::{AtomicBool, Ordering};
+use crtc_strategies::sync::Arc;
+use indicatif::ProgressBar;
+use std::time::{Duration, Instant};
+
+/// Most read timings one reader keeps (a ring of the latest ones).
+pub const MAX_SAMPLES: usize = 1 << 22;
+
+/// Lead time before the common start instant.
+const START_DELAY: Duration = Duration::from_millis(10);
+
+/// What one capacity run measured.
+pub struct CapacityRun {
+    /// Start to drained.
+    pub elapsed: Duration,
+    /// Every kept read timing (ns), unsorted.
+    pub reads: Vec<u64>,
+    /// Lookups the readers completed during the run (kept or not).
+    pub lookups: u64,
+    /// The backend's counters after the drain.
+    pub stats: BackendStats,
+}
+
+fn read_loop(
+    backend: Arc<dyn Backend>,
+    queries: Arc<Vec<Vec<LocalBlockHash>>>,
+    first: usize,
+    start: Instant,
+    stop: Arc<AtomicBool>,
+) -> (Vec<u64>, u64) {
+    let mut samples = Vec::new();
+    if queries.is_empty() {
+        return (samples, 0);
+    }
+    sleep_until(start);
+    // Reads start with the first applied event, not against the empty tree
+    // (an empty-tree lookup is nearly free and would crowd the percentiles).
+    // Acquire: pairs with the issuer's Release once the drain is over.
+    while backend.applied() == 0 && !stop.load(Ordering::Acquire) {
+        crtc_strategies::sync::thread::sleep(Duration::from_micros(20));
+    }
+    let (mut next, mut taken) = (first % queries.len(), 0usize);
+    // Acquire: pairs with the issuer's Release once the drain is over.
+    while !stop.load(Ordering::Acquire) {
+        let ns = timed_lookup(&*backend, &queries[next]);
+        if samples.len() < MAX_SAMPLES {
+            samples.push(ns);
+        } else {
+            samples[taken % MAX_SAMPLES] = ns;
+        }
+        taken += 1;
+        next = (next + 1) % queries.len();
+    }
+    (samples, taken as u64)
+}
+
+/// Runs the capacity mode of `plan` on `backend` with `readers` reader
+/// threads.
+pub fn run(
+    backend: Arc<dyn Backend>,
+    plan: &Plan,
+    readers: usize,
+    progress: &ProgressBar,
+) -> Result<CapacityRun, String> {
+    let ops = plan.ops.clone();
+    let stop = Arc::new(AtomicBool::new(false));
+    let start = Instant::now() + START_DELAY;
+    let handles = (0..readers)
+        .map(|k| {
+            let (backend, queries, stop) = (
+                Arc::clone(&backend),
+                Arc::clone(&plan.queries),
+                Arc::clone(&stop),
+            );
+            let first = k * plan.queries.len() / readers.max(1);
+            spawn(format!("crtc-reader-{k}"), move || {
+                read_loop(backend, queries, first, start, stop)
+            })
+        })
+        .collect::<Result<Vec<_>, String>>();
+    let handles = match handles {
+        Ok(handles) => handles,
+        Err(e) => {
+            // Release: lets readers already started see the stop.
+            stop.store(true, Ordering::Release);
+            return Err(e);
+        }
+    };
+    progress.set_length(ops.len() as u64);
+    sleep_until(start);
+    let begin = Instant::now();
+    for (i, op) in ops.into_iter().enumerate() {
+        issue(&*backend, op);
+        if i % 4096 == 0 {
+            progress.set_position(i as u64);
+        }
+    }
+    backend.flush();
+    let elapsed = begin.elapsed();
+    // Release: the readers' Acquire load ends their loops.
+    stop.store(true, Ordering::Release);
+    let (mut reads, mut lookups) = (Vec::new(), 0);
+    for handle in handles {
+        let (samples, taken) = handle
+            .join()
+            .map_err(|_| "a reader thread panicked".to_owned())?;
+        reads.extend(samples);
+        lookups += taken;
+    }
+    progress.set_position(progress.length().unwrap_or(0));
+    let stats = backend.stats();
+    Ok(CapacityRun {
+        elapsed,
+        reads,
+        lookups,
+        stats,
+    })
+}
+
+/// Fewest lookups of a read-only pass (at least one pass over the lookups).
+pub const READ_ONLY_MIN: u64 = 20_000;
+/// Most lookups of a read-only pass.
+pub const READ_ONLY_MAX: u64 = 2_000_000;
+
+/// The read-only reference for a capacity run: `readers` threads loop
+/// `find_matches` over the same lookups, from the same staggered positions,
+/// on the drained final tree with no writer running. Together they take
+/// `lookups` timings, clamped to at least one pass and [`READ_ONLY_MIN`]
+/// and at most [`READ_ONLY_MAX`]. Returns the timings (ns), unsorted; empty
+/// when there are no readers or no lookups.
+pub fn read_only(
+    backend: &Arc<dyn Backend>,
+    plan: &Plan,
+    readers: usize,
+    lookups: u64,
+) -> Result<Vec<u64>, String> {
+    let queries = &plan.queries;
+    if readers == 0 || queries.is_empty() {
+        return Ok(Vec::new());
+    }
+    let total = lookups
+        .max(queries.len() as u64)
+        .clamp(READ_ONLY_MIN, READ_ONLY_MAX);
+    let each = total.div_ceil(readers as u64) as usize;
+    let start = Instant::now() + START_DELAY;
+    let handles = (0..readers)
+        .map(|k| {
+            let (backend, queries) = (Arc::clone(backend), Arc::clone(queries));
+            let first = k * queries.len() / readers;
+            spawn(format!("crtc-reader-{k}"), move || {
+                sleep_until(start);
+                (0..each)
+                    .map(|i| timed_lookup(&*backend, &queries[(first + i) % queries.len()]))
+                    .collect::<Vec<u64>>()
+            })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    join_all(handles)
+}

@@ -1,0 +1,266 @@
+//! The `crtc` command: `compare` (the default) replays a workload through
+//! every compiled strategy and the global-lock baseline; `gen` records a
+//! workload's event stream as JSON lines.
+
+use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
+use crtc_bench::compare::{self, CompareError, CompareOptions, Mode, Source};
+use crtc_verification::workload::jsonl::write_jsonl;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// A compressed concurrent radix tree for KV-cache-aware routing: compare
+/// its synchronization strategies on one workload.
+#[derive(Parser, Debug)]
+#[command(name = "crtc", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Replay a workload through every strategy (fast path on and off) and
+    /// the global-lock baseline; check every result against the reference
+    /// model and print one table (the default command).
+    Compare(CompareArgs),
+    /// Write a workload's operations as JSON lines (replay them with
+    /// `compare --events FILE`).
+    Gen(GenArgs),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Preset {
+    Chat,
+    Agentx,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum ModeArg {
+    Capacity,
+    Keepup,
+    Both,
+}
+
+/// Where the stream comes from and how it is shaped.
+#[derive(Args, Debug, Clone)]
+#[command(group(ArgGroup::new("source").args(["workload", "trace", "events"])))]
+struct SourceArgs {
+    /// Built-in seeded preset (the default is agentx).
+    #[arg(long, value_enum)]
+    workload: Option<Preset>,
+    /// Mooncake JSONL request trace, run through the engine model.
+    #[arg(long, value_name = "PATH")]
+    trace: Option<PathBuf>,
+    /// Recorded event stream (JSON lines, as written by `crtc gen`).
+    #[arg(long, value_name = "PATH")]
+    events: Option<PathBuf>,
+    /// Seed of the preset, placement and output tokens.
+    #[arg(long, default_value_t = compare::DEFAULT_SEED)]
+    seed: u64,
+    /// Preset size multiplier.
+    #[arg(long, default_value_t = compare::DEFAULT_SCALE)]
+    scale: f64,
+    /// Simulated workers (presets and traces; default 8).
+    #[arg(long)]
+    workers: Option<usize>,
+    /// Per-worker KV cache capacity in blocks (presets and traces; default
+    /// 4096).
+    #[arg(long, value_name = "BLOCKS")]
+    capacity: Option<usize>,
+}
+
+#[derive(Args, Debug)]
+struct CompareArgs {
+    #[command(flatten)]
+    source: SourceArgs,
+    /// Lane (event) threads per row.
+    #[arg(long, default_value_t = 2)]
+    lanes: usize,
+    /// Reader threads running find_matches during each run.
+    #[arg(long, default_value_t = 1)]
+    readers: usize,
+    /// Write the report as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Write capacity (as fast as possible, drain included), keep-up
+    /// latency (open loop at --rate), or both.
+    #[arg(long, value_enum, default_value_t = ModeArg::Capacity)]
+    mode: ModeArg,
+    /// Keep-up offered rate, events per second.
+    #[arg(long, value_name = "EVENTS_PER_S", default_value_t = compare::DEFAULT_RATE)]
+    rate: f64,
+    /// Keep-up window, seconds.
+    #[arg(long, value_name = "S", default_value_t = compare::DEFAULT_WINDOW.as_secs_f64())]
+    window_s: f64,
+    /// Write SVG charts into DIR: throughput per strategy (fast path on and
+    /// off), reader latency, fast/general ratio per gate.
+    #[arg(long, value_name = "DIR")]
+    plots: Option<PathBuf>,
+    /// Also apply the stream serially to upstream's CRTC (dynamo-kv-router
+    /// 1.6.1) and to each of ours, diff every lookup's scores, and let the
+    /// reference model say who deviates (needs `--features upstream`).
+    #[arg(long)]
+    check_upstream: bool,
+    /// Most differences --check-upstream lists.
+    #[arg(long, value_name = "N", default_value_t = compare::DEFAULT_CHECK_LIMIT)]
+    check_limit: usize,
+    /// Write the evaluation files into DIR (e.g. papers/results): markdown
+    /// tables, JSON and charts for the agentx and chat presets and the
+    /// Mooncake trace (--trace, default ../shared/traces/mooncake_synthetic.jsonl;
+    /// skipped with a note when absent), plus targets.md. --workload and
+    /// --events are ignored.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["json", "plots"])]
+    paper: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+struct GenArgs {
+    #[command(flatten)]
+    source: SourceArgs,
+    /// Output file (JSON lines).
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+}
+
+impl SourceArgs {
+    fn options(&self) -> CompareOptions {
+        let source = match (&self.trace, &self.events, self.workload) {
+            (Some(path), _, _) => Source::Trace(path.clone()),
+            (_, Some(path), _) => Source::Events(path.clone()),
+            (_, _, Some(Preset::Chat)) => Source::Preset("chat".to_owned()),
+            _ => Source::Preset("agentx".to_owned()),
+        };
+        CompareOptions {
+            source,
+            seed: self.seed,
+            scale: self.scale,
+            workers: self.workers,
+            capacity: self.capacity,
+            argv: std::env::args_os()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+            ..CompareOptions::default()
+        }
+    }
+}
+
+fn compare_options(args: &CompareArgs) -> Result<CompareOptions, CompareError> {
+    if !(args.window_s.is_finite() && args.window_s > 0.0 && args.window_s <= 3600.0) {
+        return Err(CompareError(
+            "--window-s must be above 0 and at most 3600".to_owned(),
+        ));
+    }
+    Ok(CompareOptions {
+        lanes: args.lanes,
+        readers: args.readers,
+        mode: match args.mode {
+            ModeArg::Capacity => Mode::Capacity,
+            ModeArg::Keepup => Mode::KeepUp,
+            ModeArg::Both => Mode::Both,
+        },
+        rate: args.rate,
+        window: Duration::from_secs_f64(args.window_s),
+        progress: std::io::stdout().is_terminal(),
+        check_upstream: args.check_upstream,
+        check_limit: args.check_limit,
+        ..args.source.options()
+    })
+}
+
+/// Writes `text` to stdout; a closed pipe is not an error worth a panic.
+fn say(text: &str) {
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+}
+
+/// Writes `text` to stderr, ignoring failures.
+fn complain(text: &str) {
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+}
+
+fn write_file(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(), CompareError> {
+    let fail = |e: std::io::Error| CompareError(format!("cannot write {}: {e}", path.display()));
+    let file = std::fs::File::create(path).map_err(fail)?;
+    let mut out = std::io::BufWriter::new(file);
+    write(&mut out).map_err(fail)?;
+    out.flush().map_err(fail)
+}
+
+fn exit_code(failures: &[String]) -> ExitCode {
+    if failures.is_empty() {
+        return ExitCode::SUCCESS;
+    }
+    complain("error: results disagree with the reference model:\n");
+    failures.iter().for_each(|f| complain(&format!("  {f}\n")));
+    ExitCode::from(1)
+}
+
+fn run_paper(args: &CompareArgs, dir: &Path) -> Result<ExitCode, CompareError> {
+    let options = compare_options(args)?;
+    compare::validate(&options)?;
+    let trace = args
+        .source
+        .trace
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(compare::paper::DEFAULT_TRACE));
+    let reports = compare::paper::write_paper(&options, dir, &trace, say)?;
+    let failures: Vec<String> = reports
+        .iter()
+        .flat_map(|(stem, r)| r.failures.iter().map(move |f| format!("{stem}: {f}")))
+        .collect();
+    Ok(exit_code(&failures))
+}
+
+fn run_compare(args: &CompareArgs) -> Result<ExitCode, CompareError> {
+    if let Some(dir) = &args.paper {
+        return run_paper(args, dir);
+    }
+    let options = compare_options(args)?;
+    let report = compare::run(&options)?;
+    say(&report.render());
+    if let Some(path) = &args.json {
+        write_file(path, |out| writeln!(out, "{}", report.to_json()))?;
+        say(&format!("wrote {}\n", path.display()));
+    }
+    if let Some(dir) = &args.plots {
+        for path in compare::plots::write_plots(&report, dir, "")? {
+            say(&format!("wrote {}\n", path.display()));
+        }
+    }
+    Ok(exit_code(&report.failures))
+}
+
+fn run_gen(args: &GenArgs) -> Result<ExitCode, CompareError> {
+    let options = args.source.options();
+    compare::validate(&options)?;
+    let workload = compare::load_workload(&options)?;
+    write_file(&args.out, |mut out| write_jsonl(&workload, &mut out))?;
+    say(&format!(
+        "wrote {} ({}: {}, {} ops)\n",
+        args.out.display(),
+        workload.name,
+        workload.stats(),
+        workload.ops.len()
+    ));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn main() -> ExitCode {
+    // No subcommand means `compare` with its defaults.
+    let command = Cli::parse()
+        .command
+        .or_else(|| Cli::try_parse_from(["crtc", "compare"]).ok()?.command);
+    let result = match &command {
+        Some(Command::Compare(args)) => run_compare(args),
+        Some(Command::Gen(args)) => run_gen(args),
+        None => Err(CompareError("no command".to_owned())),
+    };
+    result.unwrap_or_else(|e| {
+        complain(&format!("error: {e}\n"));
+        ExitCode::from(2)
+    })
+}

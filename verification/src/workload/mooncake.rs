@@ -1,0 +1,230 @@
+//! Mooncake request traces (FAST'25 release format) replayed through the
+//! engine model.
+//!
+//! One JSON object per line:
+//! `{"timestamp": ms, "input_length": tokens, "output_length": tokens, "hash_ids": [...]}`.
+//! Each hash id stands for one 512-token trace block; equal ids at equal
+//! positions mean a shared prefix. A trace block becomes four 128-token
+//! engine blocks whose local hashes are derived from (hash id, sub-index),
+//! so shared trace prefixes stay shared engine prefixes. The prompt is
+//! trimmed to `ceil(input_length / 128)` engine blocks (all of them when
+//! `input_length` is absent); the request generates
+//! `ceil(output_length / 128)` output blocks (`osl` is accepted as an alias).
+//! Requests run in file order; `timestamp` is checked but not used.
+
+use super::engine::{Engine, EngineConfig, Placement, RandomPlacement};
+use super::jsonl::{array_field, as_u64, parse_object, u64_field};
+use super::{Workload, BLOCK_TOKENS};
+use crate::chain::mix;
+use crtc::types::{KvError, LocalBlockHash};
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
+/// Tokens per trace block (one hash id).
+pub const TRACE_BLOCK_TOKENS: u64 = 512;
+
+/// Engine blocks per trace block.
+const SUB_BLOCKS: u64 = TRACE_BLOCK_TOKENS / BLOCK_TOKENS;
+
+/// One request of a trace, already re-chunked into engine blocks.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TraceRequest {
+    /// Arrival time in ms (0 when absent).
+    pub timestamp_ms: f64,
+    /// The prompt's engine-block local hashes.
+    pub prompt: Vec<LocalBlockHash>,
+    /// Output blocks to generate.
+    pub output_blocks: usize,
+}
+
+/// The local hash of engine block `sub` (0..4) of trace block `hash_id`.
+pub fn engine_local(hash_id: u64, sub: u64) -> LocalBlockHash {
+    let key = hash_id.wrapping_mul(SUB_BLOCKS).wrapping_add(sub);
+    LocalBlockHash(mix(key ^ 0x6d6f_6f6e_6361_6b65))
+}
+
+/// The engine blocks of a trace prompt: four per hash id, trimmed to
+/// `ceil(input_length / 128)` when the length is known.
+pub fn engine_prompt(hash_ids: &[u64], input_length: Option<u64>) -> Vec<LocalBlockHash> {
+    let all = hash_ids.len() as u64 * SUB_BLOCKS;
+    let keep = input_length.map_or(all, |n| n.div_ceil(BLOCK_TOKENS).min(all));
+    hash_ids
+        .iter()
+        .flat_map(|&id| (0..SUB_BLOCKS).map(move |sub| engine_local(id, sub)))
+        .take(keep as usize)
+        .collect()
+}
+
+/// Parses a trace; blank lines are skipped, a bad line is
+/// [`KvError::Malformed`] with its 1-based number.
+pub fn parse_mooncake(input: impl BufRead) -> Result<Vec<TraceRequest>, KvError> {
+    let mut requests = Vec::new();
+    for (index, line) in input.lines().enumerate() {
+        let malformed = |reason: String| KvError::Malformed {
+            line: index + 1,
+            reason,
+        };
+        let line = line.map_err(|e| malformed(format!("cannot read: {e}")))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        requests.push(parse_request(&line).map_err(malformed)?);
+    }
+    Ok(requests)
+}
+
+fn parse_request(line: &str) -> Result<TraceRequest, String> {
+    let obj = parse_object(line)?;
+    let timestamp_ms = match obj.get("timestamp") {
+        None => 0.0,
+        Some(v) => v
+            .as_f64()
+            .ok_or_else(|| format!("field `timestamp`: expected a number, got {v}"))?,
+    };
+    let input_length = match obj.get("input_length") {
+        None => None,
+        Some(v) => Some(as_u64(v, "field `input_length`")?),
+    };
+    let output_length = match (obj.get("output_length"), obj.get("osl")) {
+        (None, Some(v)) => as_u64(v, "field `osl`")?,
+        _ => u64_field(&obj, "output_length")?,
+    };
+    let hash_ids = array_field(&obj, "hash_ids")?
+        .iter()
+        .enumerate()
+        .map(|(i, v)| as_u64(v, &format!("`hash_ids` item {i}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(TraceRequest {
+        timestamp_ms,
+        prompt: engine_prompt(&hash_ids, input_length),
+        output_blocks: output_length.div_ceil(BLOCK_TOKENS) as usize,
+    })
+}
+
+/// Runs `requests` in order through an engine with `placement`.
+pub fn replay_mooncake<P: Placement>(
+    requests: &[TraceRequest],
+    config: EngineConfig,
+    placement: P,
+    name: &str,
+) -> Workload {
+    let mut engine = Engine::with_placement(config, placement);
+    for request in requests {
+        engine.submit(&request.prompt, request.output_blocks);
+    }
+    engine.finish(name)
+}
+
+/// Loads the trace at `path` and replays it with random placement seeded
+/// from `config.seed`. A file that cannot be opened is
+/// `KvError::Malformed { line: 0, .. }`.
+pub fn load_mooncake(path: impl AsRef<Path>, config: EngineConfig) -> Result<Workload, KvError> {
+    let path = path.as_ref();
+    let file = std::fs::File::open(path).map_err(|e| KvError::Malformed {
+        line: 0,
+        reason: format!("cannot open {}: {e}", path.display()),
+    })?;
+    let requests = parse_mooncake(BufReader::new(file))?;
+    let name = format!(
+        "mooncake:{}",
+        path.file_name().unwrap_or_default().to_string_lossy()
+    );
+    Ok(replay_mooncake(
+        &requests,
+        config,
+        RandomPlacement::new(config.seed),
+        &name,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::check::check_strict;
+    use std::path::PathBuf;
+
+    fn trace_path() -> Option<PathBuf> {
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces/mooncake_synthetic.jsonl");
+        if path.exists() {
+            Some(path)
+        } else {
+            println!("skipping: {} is absent", path.display());
+            None
+        }
+    }
+
+    #[test]
+    fn rechunks_and_trims_and_shares_prefixes() {
+        let text = "{\"timestamp\": 0, \"input_length\": 1100, \"output_length\": 129, \"hash_ids\": [7, 8, 9]}\n\
+                    \n\
+                    {\"input_length\": 600, \"osl\": 0, \"hash_ids\": [7, 9]}\n";
+        let requests = parse_mooncake(text.as_bytes()).unwrap();
+        assert_eq!(requests.len(), 2);
+        // ceil(1100 / 128) = 9 of the 12 engine blocks; ceil(129 / 128) = 2.
+        assert_eq!(requests[0].prompt.len(), 9);
+        assert_eq!(requests[0].output_blocks, 2);
+        assert_eq!(requests[0].prompt[4], engine_local(8, 0));
+        // Same id at the same position: same first four blocks; then differs.
+        assert_eq!(requests[1].prompt[..4], requests[0].prompt[..4]);
+        assert_ne!(requests[1].prompt[4], requests[0].prompt[4]);
+        assert_eq!(requests[1].prompt.len(), 5);
+        assert_eq!(requests[1].output_blocks, 0);
+        // Without input_length, every block is kept.
+        assert_eq!(engine_prompt(&[1, 2], None).len(), 8);
+        assert_eq!(engine_prompt(&[1, 2], Some(100_000)).len(), 8);
+    }
+
+    #[test]
+    fn malformed_trace_lines_are_reported() {
+        let good = r#"{"timestamp": 1, "input_length": 10, "output_length": 1, "hash_ids": [1]}"#;
+        let cases = [
+            (
+                r#"{"timestamp": 1, "output_length": 1}"#,
+                "missing field `hash_ids`",
+            ),
+            (
+                r#"{"input_length": 10, "hash_ids": [1]}"#,
+                "missing field `output_length`",
+            ),
+            (
+                r#"{"output_length": 1, "hash_ids": [1, -2]}"#,
+                "`hash_ids` item 1",
+            ),
+            (
+                r#"{"timestamp": "x", "output_length": 1, "hash_ids": []}"#,
+                "`timestamp`",
+            ),
+            (
+                r#"{"input_length": -4, "output_length": 1, "hash_ids": []}"#,
+                "`input_length`",
+            ),
+            ("not json", "invalid JSON"),
+        ];
+        for (bad, needle) in cases {
+            let text = format!("{good}\n\n{bad}\n{good}\n");
+            match parse_mooncake(text.as_bytes()) {
+                Err(KvError::Malformed { line: 3, reason }) => {
+                    assert!(reason.contains(needle), "{bad}: {reason}")
+                }
+                other => panic!("{bad}: {other:?}"),
+            }
+        }
+        let missing = load_mooncake("/nonexistent/trace.jsonl", EngineConfig::default());
+        assert!(matches!(missing, Err(KvError::Malformed { line: 0, .. })));
+    }
+
+    #[test]
+    fn synthetic_trace_replays_strictly() {
+        let Some(path) = trace_path() else { return };
+        let config = EngineConfig {
+            capacity_blocks: 16_384,
+            ..EngineConfig::default()
+        };
+        let w = load_mooncake(&path, config).unwrap();
+        assert_eq!(w.queries(), 3993);
+        let stats = w.stats();
+        assert!(stats.removed > 0 && stats.stored >= 3993 / 2);
+        check_strict(&w).unwrap();
+    }
+}
