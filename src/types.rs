@@ -236,7 +236,11 @@ impl fmt::Display for KvError {
                 write!(f, "rank {rank}: removal for a rank this lane never saw")
             }
             KvError::CapacityExhausted { rank, capacity } => {
-                write!(f, "rank {rank}: all {capacity} rank slots are in use")
+                write!(
+                    f,
+                    "rank {rank} refused: the tree's slot limit of {capacity} ranks is reached \
+                     (remove a worker to free slots)"
+                )
             }
             KvError::EmptyStore { rank } => write!(f, "rank {rank}: store without blocks"),
             KvError::Closed => write!(f, "the indexer has shut down"),

@@ -48,7 +48,7 @@ use std::time::Instant;
 pub struct TreeConfig {
     /// Try the decode tail-append fast path before the general path.
     pub fast_path: bool,
-    /// Most rank slots the tree issues (at most 65 536).
+    /// Most rank slots the tree issues (at most 65,536; see `slots` for why).
     pub slot_capacity: usize,
     /// When stale-leaf sweeps are scheduled.
     pub reclaim: ReclaimConfig,

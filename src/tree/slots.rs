@@ -1,15 +1,33 @@
 //! Rank slots: a dense index per rank for coverage bitsets.
 //!
-//! Protocol. The slot table (`owners[slot] -> rank` for crediting, `rank ->
-//! slot` for writing) is immutable and published through an [`AtomicBox`];
-//! every change copies it under the registry mutex and publishes the copy.
-//! Readers load it once per walk under their pin. `acquire` hands out the
-//! lowest released slot, else the next never-issued one, else fails closed
-//! with `CapacityExhausted`. Removing a rank is `unmap` (it may no longer
-//! write; readers still credit its old bits), then the caller sweeps the slot
-//! out of the tree, then `release`: the owner is vacated at once and the slot
-//! becomes reusable only after every thread pinned before the release has
-//! unpinned, so a reader holding the old table never sees the slot reused.
+//! Protocol. The registry keeps two maps, both changed only under its mutex
+//! and both changed in place, so no change copies either map:
+//!
+//! * *owners* (`slot -> rank`), read without locks by readers crediting
+//!   bits. Each slot has one fixed cell of two atomic words, the worker id
+//!   and a tag (the dp rank plus an "owned" flag). Cells live in segments
+//!   (256 cells, 256, then doubling up to the capacity) allocated on first
+//!   use and never moved or freed while the registry lives.
+//! * *mapping* (`rank -> slot`), read by the ranks' writers: a hash map
+//!   sharded by rank, one reader-writer lock per shard on its own cache
+//!   lines, so lanes storing for different ranks rarely share a lock word.
+//!
+//! `acquire` hands out the lowest released slot (a min-heap), else the next
+//! never-issued one, else fails closed with `CapacityExhausted`, which names
+//! the limit. It writes the owner cell before it maps the rank, so a writer
+//! that found its slot in the mapping writes bits a reader credits to it.
+//! Issuing a slot therefore costs one cell write and one map insert: O(1)
+//! amortized, O(log n) when it reuses a released slot.
+//!
+//! Removing ranks is `unmap` (they may no longer write; readers still credit
+//! their old bits), then the caller waits for pinned threads and sweeps the
+//! slots out of the tree, then `release`: the owners are vacated at once,
+//! and the slots become reusable only after every thread pinned before the
+//! release has unpinned. A reader pinned across that wait reads the cell of
+//! the old owner or the vacated cell, never a new owner's; a reader pinned
+//! after it reads the vacated cell or the new owner's, which pairs with bits
+//! written after the sweep. That is the guarantee a retired pointer rests
+//! on, and it is why a cell's two words are never torn between owners.
 //!
 //! Between `unmap` and the end of `release` a slot is *pending*, recorded
 //! with its owner under the registry mutex. `wait_for_release` polls that
@@ -18,43 +36,186 @@
 //! and a `Cleared` of a rank being removed elsewhere, return only once the
 //! winner's sweep is done and the slot released. Callers must not be pinned
 //! while they wait (the winner waits for pinned threads).
+//!
+//! The limit is [`MAX_SLOTS`] (65,536) ranks per tree: slots are 16 bits
+//! wide, and coverage bitsets grow in 256-slot chunks up to their highest
+//! slot, so a tree with more ranks than that pays kilobytes per node on
+//! every node a high slot touches. A deployment with more ranks shards its
+//! index by worker.
 
-use crate::types::{KvError, WorkerWithDpRank};
-use crtc_strategies::sync::{Arc, Backoff, Mutex};
-use crtc_strategies::{AtomicBox, Reclaim, Slot, SlotBits, MAX_SLOTS};
-use rustc_hash::FxHashMap;
+use crate::types::{DpRank, KvError, WorkerWithDpRank};
+use crtc_strategies::sync::atomic::{AtomicU64, Ordering};
+use crtc_strategies::sync::{Arc, Backoff, Mutex, OnceLock, RwLock};
+use crtc_strategies::{Reclaim, Slot, MAX_SLOTS};
+use rustc_hash::{FxHashMap, FxHasher};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::hash::{Hash, Hasher};
 
-/// One published state of the registry.
-#[derive(Clone, Debug, Default)]
+/// Cells in the first segment; segment `k > 0` holds `FIRST << (k - 1)`.
+const FIRST: usize = 256;
+/// Segments covering [`MAX_SLOTS`] cells.
+const SEGMENTS: usize = (MAX_SLOTS / FIRST).trailing_zeros() as usize + 1;
+/// Shards of the rank mapping.
+const SHARDS: usize = 16;
+/// The tag bit saying a cell has an owner (the dp rank is the low 32 bits).
+const OWNED: u64 = 1 << 32;
+
+/// The owner of one slot: two words, written only under the registry mutex.
+#[derive(Debug)]
+struct OwnerCell {
+    worker: AtomicU64,
+    tag: AtomicU64,
+}
+
+impl OwnerCell {
+    fn vacant() -> Self {
+        Self {
+            worker: AtomicU64::new(0),
+            tag: AtomicU64::new(0),
+        }
+    }
+
+    fn owner(&self) -> Option<WorkerWithDpRank> {
+        // Acquire: pairs with the Release in `set`, so the worker word read
+        // next is the one written with this tag (a newer one needs a grace
+        // period this pinned caller holds off).
+        let tag = self.tag.load(Ordering::Acquire);
+        if tag & OWNED == 0 {
+            return None;
+        }
+        // Relaxed: ordered after the tag load above.
+        let worker = self.worker.load(Ordering::Relaxed);
+        Some(WorkerWithDpRank::new(worker, tag as DpRank))
+    }
+
+    fn set(&self, rank: WorkerWithDpRank) {
+        // Relaxed: published by the Release store of the tag below.
+        self.worker.store(rank.worker_id, Ordering::Relaxed);
+        // Release: publishes the worker word with the tag.
+        self.tag
+            .store(OWNED | u64::from(rank.dp_rank), Ordering::Release);
+    }
+
+    fn vacate(&self) {
+        // Release: a reader that sees the vacated tag sees the sweep that
+        // preceded it.
+        self.tag.store(0, Ordering::Release);
+    }
+}
+
+/// One shard of the rank mapping, on its own cache lines.
+#[derive(Debug)]
+#[repr(align(128))]
+struct Shard(RwLock<FxHashMap<WorkerWithDpRank, Slot>>);
+
+/// The registry's maps: owners by slot, slots by rank.
+#[derive(Debug)]
 pub struct SlotTable {
-    owners: Vec<Option<WorkerWithDpRank>>,
-    slots: FxHashMap<WorkerWithDpRank, Slot>,
+    segments: [OnceLock<Box<[OwnerCell]>>; SEGMENTS],
+    shards: Box<[Shard]>,
+}
+
+/// The segment holding `index` and the index within it.
+#[inline]
+fn locate(index: usize) -> (usize, usize) {
+    let segment = (usize::BITS - (index / FIRST).leading_zeros()) as usize;
+    let base = if segment == 0 {
+        0
+    } else {
+        FIRST << (segment - 1)
+    };
+    (segment, index - base)
+}
+
+fn shard_of(rank: WorkerWithDpRank) -> usize {
+    let mut hasher = FxHasher::default();
+    rank.hash(&mut hasher);
+    (hasher.finish() >> 32) as usize % SHARDS
 }
 
 impl SlotTable {
-    /// The rank credited for `slot`'s bits.
+    fn new() -> Self {
+        Self {
+            segments: std::array::from_fn(|_| OnceLock::new()),
+            shards: (0..SHARDS)
+                .map(|_| Shard(RwLock::new(FxHashMap::default())))
+                .collect(),
+        }
+    }
+
+    /// The rank credited for `slot`'s bits. The caller is pinned.
     #[inline]
     pub fn owner(&self, slot: Slot) -> Option<WorkerWithDpRank> {
-        self.owners.get(slot.index()).copied().flatten()
+        let (segment, offset) = locate(slot.index());
+        self.segments
+            .get(segment)?
+            .get()
+            .and_then(|cells| cells[offset].owner())
     }
+
     /// The slot `rank` writes with.
     #[inline]
     pub fn slot(&self, rank: WorkerWithDpRank) -> Option<Slot> {
-        self.slots.get(&rank).copied()
+        self.shards[shard_of(rank)].0.read().get(&rank).copied()
+    }
+
+    /// The cell of `slot`, allocating its segment on first use (under the
+    /// registry mutex).
+    fn cell(&self, slot: Slot) -> &OwnerCell {
+        let (segment, offset) = locate(slot.index());
+        let len = if segment == 0 {
+            FIRST
+        } else {
+            FIRST << (segment - 1)
+        };
+        let cells =
+            self.segments[segment].get_or_init(|| (0..len).map(|_| OwnerCell::vacant()).collect());
+        &cells[offset]
+    }
+
+    /// Removes the ranks matching `target` from the mapping; returns them
+    /// with their slots.
+    fn unmap(&self, target: impl Fn(WorkerWithDpRank) -> bool) -> Vec<(Slot, WorkerWithDpRank)> {
+        let mut unmapped = Vec::new();
+        for shard in self.shards.iter() {
+            shard.0.write().retain(|&rank, &mut slot| {
+                let hit = target(rank);
+                if hit {
+                    unmapped.push((slot, rank));
+                }
+                !hit
+            });
+        }
+        unmapped
     }
 }
 
 #[derive(Debug, Default)]
 struct Issue {
     issued: usize,
-    released: SlotBits,
+    released: BinaryHeap<Reverse<Slot>>,
     /// Unmapped but not yet released, with their owners.
-    pending: Vec<(Slot, WorkerWithDpRank)>,
+    pending: FxHashMap<Slot, WorkerWithDpRank>,
+}
+
+impl Issue {
+    /// The lowest released slot, else the next never-issued one below
+    /// `capacity`.
+    fn take(&mut self, capacity: usize) -> Option<Slot> {
+        if let Some(Reverse(slot)) = self.released.pop() {
+            return Some(slot);
+        }
+        (self.issued < capacity).then(|| {
+            self.issued += 1;
+            Slot((self.issued - 1) as u16)
+        })
+    }
 }
 
 /// The slot registry of one tree.
 pub struct SlotRegistry<R: Reclaim> {
-    table: AtomicBox<SlotTable>,
+    table: SlotTable,
     issue: Arc<Mutex<Issue>>,
     capacity: usize,
     reclaim: std::marker::PhantomData<R>,
@@ -64,53 +225,39 @@ impl<R: Reclaim> SlotRegistry<R> {
     /// A registry issuing at most `capacity` slots (clamped to [`MAX_SLOTS`]).
     pub fn new(capacity: usize) -> Self {
         Self {
-            table: AtomicBox::new(SlotTable::default()),
+            table: SlotTable::new(),
             issue: Arc::new(Mutex::new(Issue::default())),
             capacity: capacity.clamp(1, MAX_SLOTS),
             reclaim: std::marker::PhantomData,
         }
     }
 
-    /// The current table, valid while `guard` lives.
+    /// The maps; owners read through it are valid while `guard` lives.
     #[inline]
-    pub fn table<'g>(&'g self, guard: &'g R::Guard) -> &'g SlotTable {
-        self.table.load::<R>(guard)
+    pub fn table<'g>(&'g self, _guard: &'g R::Guard) -> &'g SlotTable {
+        &self.table
     }
 
-    /// The slot of `rank`, allocating the lowest free one if it has none.
-    pub fn acquire(&self, rank: WorkerWithDpRank, guard: &R::Guard) -> Result<Slot, KvError> {
-        if let Some(slot) = self.table(guard).slot(rank) {
+    /// The slot of `rank`, issuing the lowest free one if it has none.
+    pub fn acquire(&self, rank: WorkerWithDpRank, _guard: &R::Guard) -> Result<Slot, KvError> {
+        if let Some(slot) = self.table.slot(rank) {
             return Ok(slot);
         }
         let mut issue = self.issue.lock();
-        let current = self.table(guard);
-        if let Some(slot) = current.slot(rank) {
+        if let Some(slot) = self.table.slot(rank) {
             return Ok(slot);
         }
-        let lowest_released = issue.released.iter().next();
-        let slot = match lowest_released {
-            Some(slot) => {
-                issue.released.remove(slot);
-                slot
-            }
-            None if issue.issued < self.capacity => {
-                issue.issued += 1;
-                Slot((issue.issued - 1) as u16)
-            }
-            None => {
-                return Err(KvError::CapacityExhausted {
-                    rank,
-                    capacity: self.capacity,
-                })
-            }
+        let Some(slot) = issue.take(self.capacity) else {
+            return Err(KvError::CapacityExhausted {
+                rank,
+                capacity: self.capacity,
+            });
         };
-        let mut next = current.clone();
-        if next.owners.len() <= slot.index() {
-            next.owners.resize(slot.index() + 1, None);
-        }
-        next.owners[slot.index()] = Some(rank);
-        next.slots.insert(rank, slot);
-        self.table.store::<R>(next, guard);
+        self.table.cell(slot).set(rank);
+        self.table.shards[shard_of(rank)]
+            .0
+            .write()
+            .insert(rank, slot);
         Ok(slot)
     }
 
@@ -118,19 +265,8 @@ impl<R: Reclaim> SlotRegistry<R> {
     /// and their slots become pending. Returns the slots (empty when another
     /// caller unmapped them first).
     pub fn unmap(&self, target: impl Fn(WorkerWithDpRank) -> bool) -> Vec<Slot> {
-        let guard = R::pin();
         let mut issue = self.issue.lock();
-        let mut next = self.table(&guard).clone();
-        let unmapped: Vec<(Slot, WorkerWithDpRank)> = next
-            .slots
-            .iter()
-            .filter(|(r, _)| target(**r))
-            .map(|(r, s)| (*s, *r))
-            .collect();
-        next.slots.retain(|r, _| !target(*r));
-        if !unmapped.is_empty() {
-            self.table.store::<R>(next, &guard);
-        }
+        let unmapped = self.table.unmap(target);
         issue.pending.extend(unmapped.iter().copied());
         unmapped.into_iter().map(|(slot, _)| slot).collect()
     }
@@ -139,45 +275,35 @@ impl<R: Reclaim> SlotRegistry<R> {
     /// by someone and not yet released). The caller must not be pinned.
     pub fn wait_for_release(&self, target: impl Fn(WorkerWithDpRank) -> bool) {
         let mut backoff = Backoff::new();
-        loop {
-            let pending = self.issue.lock().pending.iter().any(|&(_, r)| target(r));
-            if !pending {
-                return;
-            }
+        while self.is_pending(&target) {
             backoff.snooze();
         }
     }
 
     /// Whether a rank matching `target` has a pending slot (diagnostics).
     pub fn is_pending(&self, target: impl Fn(WorkerWithDpRank) -> bool) -> bool {
-        self.issue.lock().pending.iter().any(|&(_, r)| target(r))
+        self.issue.lock().pending.values().any(|&r| target(r))
     }
 
     /// Vacates `slots`, waits until every thread pinned before has unpinned
-    /// (so no reader still holds a table crediting the old owner), then frees
-    /// them for reuse. The slots must have been swept; the caller must not be
-    /// pinned.
+    /// (so no reader still credits the old owner), then frees them for
+    /// reuse. The slots must have been swept; the caller must not be pinned.
     pub fn release(&self, slots: &[Slot]) {
         if slots.is_empty() {
             return;
         }
         {
-            let guard = R::pin();
             let _issue = self.issue.lock();
-            let mut next = self.table(&guard).clone();
-            for slot in slots {
-                if let Some(owner) = next.owners.get_mut(slot.index()) {
-                    *owner = None;
-                }
-            }
-            self.table.store::<R>(next, &guard);
+            slots
+                .iter()
+                .for_each(|&slot| self.table.cell(slot).vacate());
         }
         R::wait_for_pinned_threads();
         let mut issue = self.issue.lock();
-        slots.iter().for_each(|&s| {
-            issue.released.insert(s);
-        });
-        issue.pending.retain(|(s, _)| !slots.contains(s));
+        for &slot in slots {
+            issue.pending.remove(&slot);
+            issue.released.push(Reverse(slot));
+        }
     }
 
     /// Number of slots issued so far (released ones included).

@@ -242,3 +242,48 @@ fn concurrent_clears_and_removals_never_touch_a_recycled_slot() {
         tree.slots_issued()
     );
 }
+
+#[test]
+fn past_the_limit_a_store_is_refused_naming_it_and_freed_slots_go_lowest_first() {
+    let limited = TreeConfig {
+        slot_capacity: 4,
+        ..config(true, ReclaimConfig::default())
+    };
+    let mut f = Fixture::<G>::with_config(limited, 1);
+    for worker in 1..=4 {
+        f.apply(0, store(worker, &[], &[worker]));
+    }
+    let refused = f.try_apply(0, store(5, &[], &[5])).unwrap_err();
+    assert!(matches!(
+        refused,
+        crtc::types::KvError::CapacityExhausted { capacity: 4, .. }
+    ));
+    assert!(refused.to_string().contains("slot limit of 4"), "{refused}");
+    assert_eq!(f.score(5, &[5]), 0);
+    f.remove_rank(rank(4));
+    f.remove_rank(rank(2));
+    f.apply(0, store(5, &[], &[5]));
+    f.apply(0, store(6, &[], &[6]));
+    assert_eq!(f.tree.slot_of(rank(5)), Some(1), "the lowest freed slot first");
+    assert_eq!(f.tree.slot_of(rank(6)), Some(3));
+    assert_eq!(f.tree.slots_issued(), 4);
+    assert_eq!(f.score(5, &[5]), 1);
+    assert_eq!(f.score(2, &[2]), 0);
+}
+
+#[test]
+fn thousands_of_ranks_come_and_go_on_recycled_slots() {
+    let mut f = fixture(1, ReclaimConfig::default());
+    for worker in 0..20u64 {
+        if worker >= 5 {
+            f.remove_worker(worker - 5);
+        }
+        for dp_rank in 0..200u32 {
+            let local = u64::from(dp_rank % 16) + 1;
+            f.apply(0, store_by(dp(worker, dp_rank), &[], &[local]));
+        }
+    }
+    assert_eq!(f.tree.slots_issued(), 5 * 200, "slots were recycled");
+    assert_eq!(f.score_of(dp(19, 199), &[8]), 1);
+    assert_eq!(f.score_of(dp(14, 0), &[1]), 0, "removed worker");
+}
