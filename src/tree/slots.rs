@@ -6,7 +6,7 @@
 //! * *owners* (`slot -> rank`), read without locks by readers crediting
 //!   bits. Each slot has one fixed cell of two atomic words, the worker id
 //!   and a tag (the dp rank plus an "owned" flag). Cells live in segments
-//!   (256 cells, 256, then doubling up to the capacity) allocated on first
+//!   (8 cells, 8, then doubling up to the capacity) allocated on first
 //!   use and never moved or freed while the registry lives.
 //! * *mapping* (`rank -> slot`), read by the ranks' writers: a hash map
 //!   sharded by rank, one reader-writer lock per shard on its own cache
@@ -53,7 +53,7 @@ use std::collections::BinaryHeap;
 use std::hash::{Hash, Hasher};
 
 /// Cells in the first segment; segment `k > 0` holds `FIRST << (k - 1)`.
-const FIRST: usize = 256;
+const FIRST: usize = 8;
 /// Segments covering [`MAX_SLOTS`] cells.
 const SEGMENTS: usize = (MAX_SLOTS / FIRST).trailing_zeros() as usize + 1;
 /// Shards of the rank mapping.
@@ -116,14 +116,21 @@ pub struct SlotTable {
     shards: Box<[Shard]>,
 }
 
-/// The segment holding `index` and the index within it.
+/// Cells in `segment`.
+#[inline]
+fn segment_len(segment: usize) -> usize {
+    FIRST << segment.saturating_sub(1)
+}
+
+/// The segment holding `index` and the index within it (segment `k > 0`
+/// starts where it is long).
 #[inline]
 fn locate(index: usize) -> (usize, usize) {
     let segment = (usize::BITS - (index / FIRST).leading_zeros()) as usize;
     let base = if segment == 0 {
         0
     } else {
-        FIRST << (segment - 1)
+        segment_len(segment)
     };
     (segment, index - base)
 }
@@ -164,13 +171,11 @@ impl SlotTable {
     /// registry mutex).
     fn cell(&self, slot: Slot) -> &OwnerCell {
         let (segment, offset) = locate(slot.index());
-        let len = if segment == 0 {
-            FIRST
-        } else {
-            FIRST << (segment - 1)
-        };
-        let cells =
-            self.segments[segment].get_or_init(|| (0..len).map(|_| OwnerCell::vacant()).collect());
+        let cells = self.segments[segment].get_or_init(|| {
+            (0..segment_len(segment))
+                .map(|_| OwnerCell::vacant())
+                .collect()
+        });
         &cells[offset]
     }
 
