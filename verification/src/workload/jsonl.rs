@@ -9,9 +9,19 @@
 //! ```
 //!
 //! `P` is a hash or `null` (the root). Hashes are unsigned 64-bit integers.
-//! Blank lines are skipped; unknown extra fields are ignored. Event ids are
-//! not recorded (they are informational) and read back as 0.
+//! Blank lines are skipped; a repeated key or a field the line's kind does
+//! not define is an error, as is a line over the limits of
+//! [`super::limits`]. Event ids are not recorded (they are informational)
+//! and read back as 0.
+//!
+//! The chaining rule: a stored block's external hash is
+//! `chain_hash(previous external, local)` ([`chain_hash`]), the previous
+//! external being the event's parent (or none, the root) for the first
+//! block. The reference model identifies blocks by that chain, so a stream
+//! that breaks it would make every strategy look wrong; [`read_jsonl`]
+//! rejects it, [`read_jsonl_with`] and [`Chaining::Unchecked`] accept it.
 
+use super::limits::{for_each_line, only_fields, parse_object};
 use super::{Workload, WorkloadOp};
 use crate::chain::chain_hash;
 use crtc::types::{
@@ -96,34 +106,93 @@ fn join(line: &mut String, values: impl Iterator<Item = u64>) {
     }
 }
 
+/// Whether [`read_jsonl_with`] checks the chaining rule.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Chaining {
+    /// Every stored block's external hash must be
+    /// `chain_hash(previous external, local)`, the previous external being
+    /// the event's parent (or the root) for the first block.
+    #[default]
+    Checked,
+    /// Any external hashes are accepted; the reference model's verdicts then
+    /// do not apply (it derives a block's identity from the chain).
+    Unchecked,
+}
+
 /// Reads a stream written by [`write_jsonl`] (or by hand) into a workload
-/// called `name`.
+/// called `name`, checking the chaining rule ([`Chaining::Checked`]).
 ///
 /// The decode-store count is inferred: a one-block store whose parent is the
 /// storing rank's last stored block or the latest lookup's last block (by
 /// [`chain_hash`]), and which is not itself the latest lookup's last block.
 /// On streams from [`super::engine`] this equals the generator's count.
 ///
-/// A line that cannot be read or parsed is a [`KvError::Malformed`] naming
-/// the 1-based line and what was wrong.
+/// A line that cannot be read or parsed, is over a limit of
+/// [`super::limits`], repeats a key, has a field its kind does not define, or
+/// breaks the chaining rule is a [`KvError::Malformed`] naming the 1-based
+/// line and what was wrong.
 pub fn read_jsonl(input: impl BufRead, name: &str) -> Result<Workload, KvError> {
+    read_jsonl_with(input, name, Chaining::Checked)
+}
+
+/// [`read_jsonl`] with the chaining rule checked or not.
+pub fn read_jsonl_with(
+    input: impl BufRead,
+    name: &str,
+    chaining: Chaining,
+) -> Result<Workload, KvError> {
     let mut workload = Workload::new(name);
     let mut decode = DecodeCounter::default();
-    for (index, line) in input.lines().enumerate() {
-        let malformed = |reason: String| KvError::Malformed {
-            line: index + 1,
-            reason,
-        };
-        let line = line.map_err(|e| malformed(format!("cannot read: {e}")))?;
-        if line.trim().is_empty() {
-            continue;
+    for_each_line(input, |_, line| {
+        let op = parse_op(line)?;
+        if chaining == Chaining::Checked {
+            check_chained(&op)?;
         }
-        let op = parse_op(&line).map_err(malformed)?;
         decode.observe(&op);
         workload.ops.push(op);
-    }
+        Ok(())
+    })?;
     workload.decode_stores = decode.count;
     Ok(workload)
+}
+
+/// The chaining rule on one operation (see [`Chaining::Checked`]).
+fn check_chained(op: &WorkloadOp) -> Result<(), String> {
+    let WorkloadOp::Event(event) = op else {
+        return Ok(());
+    };
+    let KvCacheEventData::Stored {
+        parent_hash,
+        blocks,
+    } = &event.event.data
+    else {
+        return Ok(());
+    };
+    let mut previous = *parent_hash;
+    for (i, block) in blocks.iter().enumerate() {
+        let expected = chain_hash(previous, block.local);
+        if block.external != expected {
+            return Err(format!(
+                "`blocks` item {i}: external hash {} is not the chain of its parent and local \
+                 hash (expected {}; see the chaining rule, or pass --unchained)",
+                block.external.0, expected.0
+            ));
+        }
+        previous = Some(block.external);
+    }
+    Ok(())
+}
+
+/// The fields each kind of line may carry.
+fn fields_of(kind: &str) -> Option<&'static [&'static str]> {
+    Some(match kind {
+        "stored" => &["t", "worker", "rank", "parent", "blocks"],
+        "removed" => &["t", "worker", "rank", "hashes"],
+        "cleared" => &["t", "worker", "rank"],
+        "remove_worker" => &["t", "worker"],
+        "query" => &["t", "locals"],
+        _ => return None,
+    })
 }
 
 /// Parses one line into an operation.
@@ -132,6 +201,9 @@ fn parse_op(line: &str) -> Result<WorkloadOp, String> {
     let kind = field(&obj, "t")?
         .as_str()
         .ok_or_else(|| "field `t`: expected a string".to_string())?;
+    if let Some(allowed) = fields_of(kind) {
+        only_fields(&obj, allowed, &format!("a {kind:?} line"))?;
+    }
     let rank = || -> Result<WorkerWithDpRank, String> {
         let worker = u64_field(&obj, "worker")?;
         let rank = u64_field(&obj, "rank")?;
@@ -183,20 +255,6 @@ fn parse_pair(value: &Value, index: usize) -> Result<BlockPair, String> {
             external: ExternalSequenceBlockHash(as_u64(external, &what)?),
         }),
         _ => Err(format!("{what}: expected [local, external]")),
-    }
-}
-
-/// Parses a line as a JSON object, with a reason free of serde's own
-/// (always 1) line number.
-pub(super) fn parse_object(line: &str) -> Result<Map<String, Value>, String> {
-    match serde_json::from_str::<Value>(line) {
-        Ok(Value::Object(obj)) => Ok(obj),
-        Ok(_) => Err("expected a JSON object".into()),
-        Err(e) => {
-            let text = e.to_string();
-            let text = text.split(" at line ").next().unwrap_or_default();
-            Err(format!("invalid JSON at column {}: {text}", e.column()))
-        }
     }
 }
 

@@ -15,6 +15,7 @@
 pub mod check;
 pub mod engine;
 pub mod jsonl;
+pub mod limits;
 pub mod mooncake;
 pub mod presets;
 

@@ -11,12 +11,24 @@
 //! `input_length` is absent); the request generates
 //! `ceil(output_length / 128)` output blocks (`osl` is accepted as an alias).
 //! Requests run in file order; `timestamp` is checked but not used.
+//!
+//! Limits (each a line-numbered error, checked before anything is sized
+//! from the value): at most [`MAX_TRACE_BLOCKS`] hash ids per request, ids
+//! at most [`MAX_HASH_ID`] (so the ×4 re-chunking neither wraps nor makes
+//! two ids collide), `input_length` at most [`MAX_INPUT_TOKENS`],
+//! `output_length` at most [`MAX_OUTPUT_TOKENS`], no field besides the five
+//! above, no repeated key, and the line limits of [`super::limits`].
+//! [`load_mooncake`] also rejects a request whose prompt plus output blocks
+//! exceed the per-worker cache: the engine could not hold it, and storing it
+//! whole would overflow the cache without a trace in the report.
 
 use super::engine::{Engine, EngineConfig, Placement, RandomPlacement};
-use super::jsonl::{array_field, as_u64, parse_object, u64_field};
+use super::jsonl::{array_field, as_u64};
+use super::limits::{for_each_line, only_fields, parse_object};
 use super::{Workload, BLOCK_TOKENS};
 use crate::chain::mix;
 use crtc::types::{KvError, LocalBlockHash};
+use serde_json::{Map, Value};
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
@@ -26,9 +38,30 @@ pub const TRACE_BLOCK_TOKENS: u64 = 512;
 /// Engine blocks per trace block.
 const SUB_BLOCKS: u64 = TRACE_BLOCK_TOKENS / BLOCK_TOKENS;
 
+/// Most hash ids (512-token trace blocks) one request may list: 4,096, a
+/// 2 Mi-token prompt of 16,384 engine blocks.
+pub const MAX_TRACE_BLOCKS: usize = 4096;
+/// Largest `input_length`, in tokens (the longest prompt the ids can cover).
+pub const MAX_INPUT_TOKENS: u64 = MAX_TRACE_BLOCKS as u64 * TRACE_BLOCK_TOKENS;
+/// Largest `output_length`, in tokens: 1 Mi, 8,192 output blocks.
+pub const MAX_OUTPUT_TOKENS: u64 = 1 << 20;
+/// Largest hash id: 2^62 - 1, so `id * 4 + sub` neither wraps nor collides.
+pub const MAX_HASH_ID: u64 = u64::MAX / SUB_BLOCKS;
+
+/// The fields a trace line may carry.
+const TRACE_FIELDS: &[&str] = &[
+    "timestamp",
+    "input_length",
+    "output_length",
+    "osl",
+    "hash_ids",
+];
+
 /// One request of a trace, already re-chunked into engine blocks.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TraceRequest {
+    /// The 1-based line of the trace it came from.
+    pub line: usize,
     /// Arrival time in ms (0 when absent).
     pub timestamp_ms: f64,
     /// The prompt's engine-block local hashes.
@@ -37,7 +70,8 @@ pub struct TraceRequest {
     pub output_blocks: usize,
 }
 
-/// The local hash of engine block `sub` (0..4) of trace block `hash_id`.
+/// The local hash of engine block `sub` (0..4) of trace block `hash_id`
+/// (ids up to [`MAX_HASH_ID`] give distinct keys; larger ones wrap).
 pub fn engine_local(hash_id: u64, sub: u64) -> LocalBlockHash {
     let key = hash_id.wrapping_mul(SUB_BLOCKS).wrapping_add(sub);
     LocalBlockHash(mix(key ^ 0x6d6f_6f6e_6361_6b65))
@@ -55,49 +89,89 @@ pub fn engine_prompt(hash_ids: &[u64], input_length: Option<u64>) -> Vec<LocalBl
         .collect()
 }
 
-/// Parses a trace; blank lines are skipped, a bad line is
-/// [`KvError::Malformed`] with its 1-based number.
+/// Parses a trace; blank lines are skipped, a bad line (see the module
+/// docs for the limits) is [`KvError::Malformed`] with its 1-based number.
 pub fn parse_mooncake(input: impl BufRead) -> Result<Vec<TraceRequest>, KvError> {
     let mut requests = Vec::new();
-    for (index, line) in input.lines().enumerate() {
-        let malformed = |reason: String| KvError::Malformed {
-            line: index + 1,
-            reason,
-        };
-        let line = line.map_err(|e| malformed(format!("cannot read: {e}")))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        requests.push(parse_request(&line).map_err(malformed)?);
-    }
+    for_each_line(input, |line, text| {
+        requests.push(parse_request(line, text)?);
+        Ok(())
+    })?;
     Ok(requests)
 }
 
-fn parse_request(line: &str) -> Result<TraceRequest, String> {
-    let obj = parse_object(line)?;
+/// An optional unsigned field no larger than `max`.
+fn bounded(obj: &Map<String, Value>, name: &str, max: u64) -> Result<Option<u64>, String> {
+    let Some(value) = obj.get(name) else {
+        return Ok(None);
+    };
+    let n = as_u64(value, &format!("field `{name}`"))?;
+    if n > max {
+        return Err(format!("field `{name}`: {n} exceeds the limit of {max}"));
+    }
+    Ok(Some(n))
+}
+
+fn parse_request(line: usize, text: &str) -> Result<TraceRequest, String> {
+    let obj = parse_object(text)?;
+    only_fields(&obj, TRACE_FIELDS, "a trace line")?;
     let timestamp_ms = match obj.get("timestamp") {
         None => 0.0,
         Some(v) => v
             .as_f64()
-            .ok_or_else(|| format!("field `timestamp`: expected a number, got {v}"))?,
+            .filter(|t| *t >= 0.0)
+            .ok_or_else(|| format!("field `timestamp`: expected a non-negative number, got {v}"))?,
     };
-    let input_length = match obj.get("input_length") {
-        None => None,
-        Some(v) => Some(as_u64(v, "field `input_length`")?),
-    };
-    let output_length = match (obj.get("output_length"), obj.get("osl")) {
-        (None, Some(v)) => as_u64(v, "field `osl`")?,
-        _ => u64_field(&obj, "output_length")?,
-    };
-    let hash_ids = array_field(&obj, "hash_ids")?
+    let input_length = bounded(&obj, "input_length", MAX_INPUT_TOKENS)?;
+    let output_length = match (obj.contains_key("output_length"), obj.contains_key("osl")) {
+        (true, true) => return Err("both `output_length` and its alias `osl`".to_owned()),
+        (false, true) => bounded(&obj, "osl", MAX_OUTPUT_TOKENS)?,
+        _ => bounded(&obj, "output_length", MAX_OUTPUT_TOKENS)?,
+    }
+    .ok_or_else(|| "missing field `output_length`".to_owned())?;
+    let ids = array_field(&obj, "hash_ids")?;
+    if ids.len() > MAX_TRACE_BLOCKS {
+        return Err(format!(
+            "field `hash_ids`: {} ids exceed the limit of {MAX_TRACE_BLOCKS}",
+            ids.len()
+        ));
+    }
+    let hash_ids = ids
         .iter()
         .enumerate()
-        .map(|(i, v)| as_u64(v, &format!("`hash_ids` item {i}")))
+        .map(|(i, v)| match as_u64(v, &format!("`hash_ids` item {i}"))? {
+            id if id > MAX_HASH_ID => Err(format!(
+                "`hash_ids` item {i}: {id} exceeds the limit of {MAX_HASH_ID}"
+            )),
+            id => Ok(id),
+        })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(TraceRequest {
+        line,
         timestamp_ms,
         prompt: engine_prompt(&hash_ids, input_length),
         output_blocks: output_length.div_ceil(BLOCK_TOKENS) as usize,
+    })
+}
+
+/// Rejects the first request whose prompt and output blocks together exceed
+/// `capacity_blocks`, the per-worker cache.
+pub fn check_fits(requests: &[TraceRequest], capacity_blocks: usize) -> Result<(), KvError> {
+    let Some(request) = requests
+        .iter()
+        .find(|r| r.prompt.len() + r.output_blocks > capacity_blocks)
+    else {
+        return Ok(());
+    };
+    Err(KvError::Malformed {
+        line: request.line,
+        reason: format!(
+            "the request needs {} blocks ({} prompt + {} output), more than the per-worker \
+             cache of {capacity_blocks} blocks (raise --capacity)",
+            request.prompt.len() + request.output_blocks,
+            request.prompt.len(),
+            request.output_blocks
+        ),
     })
 }
 
@@ -117,7 +191,8 @@ pub fn replay_mooncake<P: Placement>(
 
 /// Loads the trace at `path` and replays it with random placement seeded
 /// from `config.seed`. A file that cannot be opened is
-/// `KvError::Malformed { line: 0, .. }`.
+/// `KvError::Malformed { line: 0, .. }`; a request larger than the
+/// per-worker cache is an error naming its line ([`check_fits`]).
 pub fn load_mooncake(path: impl AsRef<Path>, config: EngineConfig) -> Result<Workload, KvError> {
     let path = path.as_ref();
     let file = std::fs::File::open(path).map_err(|e| KvError::Malformed {
@@ -125,6 +200,7 @@ pub fn load_mooncake(path: impl AsRef<Path>, config: EngineConfig) -> Result<Wor
         reason: format!("cannot open {}: {e}", path.display()),
     })?;
     let requests = parse_mooncake(BufReader::new(file))?;
+    check_fits(&requests, config.capacity_blocks)?;
     let name = format!(
         "mooncake:{}",
         path.file_name().unwrap_or_default().to_string_lossy()
