@@ -50,7 +50,7 @@ type AnchorMap<G> = FxHashMap<ExternalSequenceBlockHash, Anchor<G>>;
 
 /// The anchors of one tree.
 pub(super) struct Anchors<G: ShapeGate> {
-    map: AtomicBox<AnchorMap<G>>,
+    map: AtomicBox<AnchorMap<G>, G::Reclaim>,
     writers: Mutex<()>,
 }
 
@@ -66,7 +66,7 @@ impl<G: ShapeGate> Default for Anchors<G> {
 impl<G: ShapeGate> Anchors<G> {
     /// The published map, valid while `guard` lives.
     pub(super) fn load<'g>(&'g self, guard: &'g Guard<G>) -> &'g AnchorMap<G> {
-        self.map.load::<G::Reclaim>(guard)
+        self.map.load(guard)
     }
 
     /// The anchor `id`, created with `local` and `depth` if absent.
@@ -100,7 +100,7 @@ impl<G: ShapeGate> Anchors<G> {
             depth,
         };
         next.insert(id, anchor);
-        self.map.store::<G::Reclaim>(next, guard);
+        self.map.store(next, guard);
         node
     }
 }

@@ -48,7 +48,7 @@ pub enum Insert<G: ShapeGate> {
 
 /// The children of one node.
 pub struct Children<G: ShapeGate> {
-    set: AtomicBox<ChildSet<G>>,
+    set: AtomicBox<ChildSet<G>, G::Reclaim>,
 }
 
 fn shard_of(key: LocalBlockHash) -> usize {
@@ -94,7 +94,7 @@ impl<G: ShapeGate> Children<G> {
     /// The child under `key`, borrowed for the guard's lifetime.
     #[inline]
     pub fn get<'g>(&'g self, key: LocalBlockHash, guard: &'g Guard<G>) -> Option<&'g Node<G>> {
-        match self.set.load::<G::Reclaim>(guard) {
+        match self.set.load(guard) {
             ChildSet::Empty => None,
             ChildSet::Compact(entries) => {
                 entries.iter().find(|(k, _)| *k == key).map(|(_, c)| &**c)
@@ -110,7 +110,7 @@ impl<G: ShapeGate> Children<G> {
 
     /// The child under `key`, as an owned reference.
     pub fn get_arc(&self, key: LocalBlockHash, guard: &Guard<G>) -> Option<Arc<Node<G>>> {
-        match self.set.load::<G::Reclaim>(guard) {
+        match self.set.load(guard) {
             ChildSet::Empty => None,
             ChildSet::Compact(entries) => entries
                 .iter()
@@ -122,7 +122,7 @@ impl<G: ShapeGate> Children<G> {
 
     /// Every child, as owned references.
     pub fn snapshot(&self, guard: &Guard<G>) -> Vec<Entry<G>> {
-        match self.set.load::<G::Reclaim>(guard) {
+        match self.set.load(guard) {
             ChildSet::Empty => Vec::new(),
             ChildSet::Compact(entries) => entries.to_vec(),
             ChildSet::Sharded(shards) => shards
@@ -140,7 +140,7 @@ impl<G: ShapeGate> Children<G> {
 
     /// Number of children.
     pub fn len(&self, guard: &Guard<G>) -> usize {
-        match self.set.load::<G::Reclaim>(guard) {
+        match self.set.load(guard) {
             ChildSet::Empty => 0,
             ChildSet::Compact(entries) => entries.len(),
             ChildSet::Sharded(shards) => shards.iter().map(|s| s.read().len()).sum(),
@@ -152,7 +152,7 @@ impl<G: ShapeGate> Children<G> {
     pub fn footprint(&self, guard: &Guard<G>) -> usize {
         let boxed = std::mem::size_of::<ChildSet<G>>();
         boxed
-            + match self.set.load::<G::Reclaim>(guard) {
+            + match self.set.load(guard) {
                 ChildSet::Empty => 0,
                 ChildSet::Compact(entries) => std::mem::size_of_val(&**entries),
                 ChildSet::Sharded(shards) => shards
@@ -167,7 +167,7 @@ impl<G: ShapeGate> Children<G> {
 
     /// Whether the set is sharded (diagnostics and tests).
     pub fn is_sharded(&self, guard: &Guard<G>) -> bool {
-        matches!(self.set.load::<G::Reclaim>(guard), ChildSet::Sharded(_))
+        matches!(self.set.load(guard), ChildSet::Sharded(_))
     }
 
     /// Links `child` under `key` unless a child holds the key already.
@@ -179,7 +179,7 @@ impl<G: ShapeGate> Children<G> {
         guard: &Guard<G>,
     ) -> Insert<G> {
         loop {
-            let current = self.set.load::<G::Reclaim>(guard);
+            let current = self.set.load(guard);
             let next = match current {
                 ChildSet::Sharded(shards) => {
                     let mut shard = shards[shard_of(key)].write();
@@ -201,10 +201,7 @@ impl<G: ShapeGate> Children<G> {
                     set_from(grown)
                 }
             };
-            match self
-                .set
-                .compare_exchange::<G::Reclaim>(current, Box::new(next), guard)
-            {
+            match self.set.compare_exchange(current, Box::new(next), guard) {
                 Ok(()) => return Insert::Inserted,
                 Err(_) => spin_loop(),
             }
@@ -215,7 +212,7 @@ impl<G: ShapeGate> Children<G> {
     /// only; the sweep's unlink is the only caller. (Mutant
     /// `SweepFreesBeforeGrace`: frees what it replaces at once.)
     pub fn remove(&self, key: LocalBlockHash, expected: &Node<G>, guard: &Guard<G>) -> bool {
-        match self.set.load::<G::Reclaim>(guard) {
+        match self.set.load(guard) {
             ChildSet::Empty => false,
             ChildSet::Compact(entries) => {
                 let Some(index) = entries
@@ -229,11 +226,12 @@ impl<G: ShapeGate> Children<G> {
                 let next = set_from(rest);
                 #[cfg(any(crtc_loom, crtc_shuttle))]
                 if crtc_strategies::mutants::Mutant::SweepFreesBeforeGrace.is_active() {
-                    // Broken on purpose: the replaced set is freed at once.
-                    drop(self.set.replace_and_transfer(next));
+                    // SAFETY: violated on purpose (a negative control for
+                    // the checkers): the replaced set is freed at once.
+                    drop(unsafe { self.set.replace_and_transfer(next) });
                     return true;
                 }
-                self.set.store::<G::Reclaim>(next, guard);
+                self.set.store(next, guard);
                 true
             }
             ChildSet::Sharded(shards) => {
@@ -262,7 +260,7 @@ impl<G: ShapeGate> Children<G> {
     /// keep a live value). Returns whether it did. Exclusive section only, so
     /// no insert can race the copy.
     pub fn compact(&self, guard: &Guard<G>) -> bool {
-        let ChildSet::Sharded(_) = self.set.load::<G::Reclaim>(guard) else {
+        let ChildSet::Sharded(_) = self.set.load(guard) else {
             return false;
         };
         // Count before copying: the sweep calls this after every unlink, and
@@ -271,7 +269,7 @@ impl<G: ShapeGate> Children<G> {
             return false;
         }
         let entries = self.snapshot(guard);
-        self.set.store::<G::Reclaim>(set_from(entries), guard);
+        self.set.store(set_from(entries), guard);
         true
     }
 
@@ -280,23 +278,30 @@ impl<G: ShapeGate> Children<G> {
         if self.len(guard) == 0 {
             return false;
         }
-        self.set.store::<G::Reclaim>(ChildSet::Empty, guard);
+        self.set.store(ChildSet::Empty, guard);
         true
     }
 
     /// Moves the whole published set out (to a split's suffix), leaving this
     /// node empty until [`Children::publish`]. Exclusive section only. The
     /// moved set stays published, so readers that loaded it keep a live value.
-    pub fn take_for_split(&self) -> Children<G> {
+    ///
+    /// # Safety
+    /// Readers pinned now may hold the moved set: the caller makes the
+    /// returned children reachable from the tree (the suffix node it links)
+    /// before anything could drop them, so they are freed only through the
+    /// reclaimer, with the node that owns them.
+    pub unsafe fn take_for_split(&self) -> Children<G> {
         Children {
-            set: self.set.replace_and_transfer(ChildSet::Empty),
+            // SAFETY: the caller's contract is `replace_and_transfer`'s.
+            set: unsafe { self.set.replace_and_transfer(ChildSet::Empty) },
         }
     }
 
     /// Replaces the whole set with exactly `entries`, retiring the old one.
     /// Exclusive section only.
     pub fn publish(&self, entries: Vec<Entry<G>>, guard: &Guard<G>) {
-        self.set.store::<G::Reclaim>(set_from(entries), guard);
+        self.set.store(set_from(entries), guard);
     }
 
     /// Takes every child out, for an iterative drop (unique access).

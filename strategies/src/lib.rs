@@ -6,7 +6,8 @@
 //! replaced memory is reclaimed, and how the decode tail-append runs. The
 //! coverage rules themselves are written once, in [`shape`].
 //!
-//! Every synchronization primitive of the workspace comes from [`sync`].
+//! Every synchronization primitive of the workspace comes from [`sync`];
+//! [`stats`] holds the process-wide counters, which synchronize nothing.
 
 #![warn(missing_docs, missing_debug_implementations)]
 
@@ -25,6 +26,8 @@ macro_rules! mutant {
 }
 
 pub mod bits;
+#[cfg(any(crtc_loom, crtc_shuttle))]
+pub mod checker_state;
 pub mod edge_index;
 #[cfg(feature = "epoch")]
 pub mod epoch;
@@ -37,6 +40,7 @@ pub mod rwlock;
 #[cfg(feature = "seqlock")]
 pub mod seqlock;
 pub mod shape;
+pub mod stats;
 pub mod sync;
 
 pub use bits::SlotBits;
@@ -46,9 +50,9 @@ pub use epoch::SeizeEpochGate;
 pub use epoch::{CrossbeamEpochGate, DefaultEpochGate, EpochGate};
 pub use gate::{append_eligibility, AppendMiss, Commit, ShapeGate, Stale, Version};
 pub use hash::{BlockPair, ExternalSequenceBlockHash, LocalBlockHash, Slot, MAX_SLOTS};
+pub use reclaim::{AtomicBox, DefaultReclaim, EpochGuard, EpochReclaim, Reclaim};
 #[cfg(feature = "seize")]
-pub use reclaim::SeizeReclaim;
-pub use reclaim::{AtomicBox, DefaultReclaim, EpochReclaim, Reclaim};
+pub use reclaim::{SeizeGuard, SeizeReclaim};
 pub use rwlock::RwLockGate;
 #[cfg(feature = "seqlock")]
 pub use seqlock::SeqlockGate;

@@ -17,11 +17,11 @@
 //! built for that property (a precise grace-period reclaimer, a plan racing
 //! a fast append, a reader racing a snapshot replacement).
 
+use crate::checker_state;
 use crate::gate::{append_eligibility, AppendMiss};
 use crate::hash::{BlockPair, ExternalSequenceBlockHash, Slot};
 use crate::rwlock::RwLockGate;
 use crate::shape::{append_demoting, promote_full, ShapeRead, ShapeWrite};
-use crate::sync::checker_state;
 
 /// A broken variant of the decode append.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -5,15 +5,19 @@
 //! pointer and keeps the guard for the whole walk. A writer replaces a pointer
 //! (Release), then hands the old value to [`Reclaim::defer`]; the backend runs
 //! the deferred drop after every guard that existed at that time is gone.
-//! [`AtomicBox`] packages the pattern for one published value. Nothing
-//! reachable is retired: the writer unlinks first, then retires.
+//! [`AtomicBox`] packages the pattern for one published value and is tied to
+//! one reclaimer by its type, so the guard a reader loads under is a guard
+//! of the reclaimer that retires. Nothing reachable is retired: the writer
+//! unlinks first, then retires.
 //!
 //! Backends: [`EpochReclaim`] (crossbeam-epoch's global collector),
 //! `SeizeReclaim` (feature `seize`: a global seize collector, Hyaline
 //! reference-counted batches) and, in model-checker builds only,
 //! `CheckerReclaim`, whose deferred work runs once no thread is pinned (the
 //! checkers' tasks share one OS thread, so crossbeam's and seize's
-//! per-thread state would be shared between them).
+//! per-thread state would be shared between them). Each backend's guard is
+//! a type only its `pin` can make, so no guard of another collector can
+//! stand in for a pin of this one.
 //!
 //! Readers load retirable pointers through [`Reclaim::protect`]: Acquire for
 //! crossbeam (its pin has a full fence), SeqCst for seize, whose `enter` pairs
@@ -25,7 +29,24 @@ use std::marker::PhantomData;
 
 /// A safe-memory-reclamation backend. Methods are associated functions: the
 /// backends keep global (per-process) state.
-pub trait Reclaim: Send + Sync + 'static {
+///
+/// # Safety
+///
+/// Code that frees memory readers may hold ([`AtomicBox`], the gates) relies
+/// on every implementation to guarantee:
+///
+/// 1. A `Guard` is proof of a pin of this backend: the only way to get one
+///    is [`Reclaim::pin`], and the pin lasts until the guard drops.
+/// 2. [`Reclaim::defer`] runs its function at most once, and never before
+///    every guard that existed (on any thread) when `defer` was called has
+///    dropped.
+/// 3. A guard made after `defer` was called protects nothing the deferring
+///    thread unlinked before the call: loads through [`Reclaim::protect`]
+///    under it observe those unlinking stores (the pin and the defer are
+///    ordered by the backend's own fences).
+/// 4. [`Reclaim::wait_for_pinned_threads`] returns only after every guard
+///    that existed when it was called has dropped.
+pub unsafe trait Reclaim: Send + Sync + 'static {
     /// Proof that the current thread is pinned.
     type Guard;
     /// The backend's name in reports.
@@ -46,15 +67,15 @@ pub trait Reclaim: Send + Sync + 'static {
         ptr.load(Ordering::Acquire)
     }
 
-    /// Runs what deferred work can run now. The caller must not be pinned.
+    /// Runs what deferred work can run now. A pinned caller only delays it.
     fn collect() {
         for _ in 0..4 {
             Self::flush(&Self::pin());
         }
     }
 
-    /// Blocks until every thread pinned before the call has unpinned. The
-    /// caller must not be pinned.
+    /// Blocks until every thread pinned before the call has unpinned. A
+    /// pinned caller would wait for itself, so callers are never pinned.
     fn wait_for_pinned_threads() {
         let done = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&done);
@@ -75,21 +96,32 @@ pub trait Reclaim: Send + Sync + 'static {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct EpochReclaim;
 
-impl Reclaim for EpochReclaim {
-    type Guard = crossbeam_epoch::Guard;
+/// A pin of crossbeam-epoch's global collector (only
+/// [`EpochReclaim::pin`] makes one: a guard of another collector protects
+/// nothing this one frees).
+#[derive(Debug)]
+pub struct EpochGuard(crossbeam_epoch::Guard);
+
+// SAFETY: (1) `EpochGuard`'s field is private and only `pin` builds it, from
+// the global collector's pin; (2) and (3) are crossbeam-epoch's guarantees
+// for `Guard::defer` on a pinned guard (the epoch advances only when every
+// pinned participant has seen it; pin issues a SeqCst fence); (4) the
+// trait's default waits for a function deferred after the call to run.
+unsafe impl Reclaim for EpochReclaim {
+    type Guard = EpochGuard;
     const NAME: &'static str = "crossbeam-epoch";
 
     #[inline]
     fn pin() -> Self::Guard {
-        crossbeam_epoch::pin()
+        EpochGuard(crossbeam_epoch::pin())
     }
 
     fn defer(guard: &Self::Guard, f: impl FnOnce() + Send + 'static) {
-        guard.defer(f);
+        guard.0.defer(f);
     }
 
     fn flush(guard: &Self::Guard) {
-        guard.flush();
+        guard.0.flush();
     }
 }
 
@@ -119,6 +151,18 @@ unsafe fn run_deferred<F: FnOnce()>(ptr: *mut F, _collector: &seize::Collector) 
 #[derive(Debug, Default, Clone, Copy)]
 pub struct SeizeReclaim;
 
+/// A pin of the global seize collector (only [`SeizeReclaim::pin`] makes
+/// one).
+#[cfg(feature = "seize")]
+pub struct SeizeGuard(seize::LocalGuard<'static>);
+
+#[cfg(feature = "seize")]
+impl std::fmt::Debug for SeizeGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SeizeGuard { .. }")
+    }
+}
+
 #[cfg(feature = "seize")]
 impl SeizeReclaim {
     /// Runs `until` after pushing this thread's batch toward reclamation; a
@@ -131,7 +175,7 @@ impl SeizeReclaim {
         while !until() && rounds.is_none_or(|max| round < max) {
             let guard = Self::pin();
             Self::defer(&guard, || {});
-            seize::Guard::flush(&guard);
+            Self::flush(&guard);
             drop(guard);
             round += 1;
             backoff.snooze();
@@ -139,14 +183,20 @@ impl SeizeReclaim {
     }
 }
 
+// SAFETY: (1) `SeizeGuard`'s field is private and only `pin` builds it, by
+// entering the global collector; (2) and (3) are seize's guarantees for
+// `defer_retire` (a batch is freed once every thread active at its
+// retirement has left; `enter`'s light barrier pairs with the SeqCst loads
+// of `protect` below); (4) `wait_for_pinned_threads` drains until an entry
+// retired after the call has run.
 #[cfg(feature = "seize")]
-impl Reclaim for SeizeReclaim {
-    type Guard = seize::LocalGuard<'static>;
+unsafe impl Reclaim for SeizeReclaim {
+    type Guard = SeizeGuard;
     const NAME: &'static str = "seize";
 
     #[inline]
     fn pin() -> Self::Guard {
-        seize_collector().enter()
+        SeizeGuard(seize_collector().enter())
     }
 
     fn defer(guard: &Self::Guard, f: impl FnOnce() + Send + 'static) {
@@ -154,11 +204,11 @@ impl Reclaim for SeizeReclaim {
         // SAFETY: `boxed` is a fresh box run exactly once by `run_deferred`;
         // what `f` frees was unlinked by the caller before this call (the
         // trait's protocol), and `defer_retire` keeps it until `guard` drops.
-        unsafe { seize::Guard::defer_retire(guard, boxed, run_deferred) };
+        unsafe { seize::Guard::defer_retire(&guard.0, boxed, run_deferred) };
     }
 
     fn flush(guard: &Self::Guard) {
-        seize::Guard::flush(guard);
+        seize::Guard::flush(&guard.0);
     }
 
     #[inline]
@@ -215,33 +265,37 @@ pub struct CheckerGuard(());
 #[cfg(any(crtc_loom, crtc_shuttle))]
 impl Drop for CheckerGuard {
     fn drop(&mut self) {
-        crate::sync::checker_state::pin_exit();
+        crate::checker_state::pin_exit();
     }
 }
 
+// SAFETY: (1) `CheckerGuard`'s field is private and only `pin` builds it;
+// (2) and (4) deferred work runs only when no modelled thread of the model
+// is pinned; (3) the checkers run one modelled thread at a time on one OS
+// thread, whose pin count the bookkeeping keeps.
 #[cfg(any(crtc_loom, crtc_shuttle))]
-impl Reclaim for CheckerReclaim {
+unsafe impl Reclaim for CheckerReclaim {
     type Guard = CheckerGuard;
     const NAME: &'static str = "checker";
 
     fn pin() -> Self::Guard {
-        crate::sync::checker_state::pin_enter();
+        crate::checker_state::pin_enter();
         CheckerGuard(())
     }
 
     fn defer(_guard: &Self::Guard, f: impl FnOnce() + Send + 'static) {
-        crate::sync::checker_state::defer(f);
+        crate::checker_state::defer(f);
     }
 
     fn flush(_guard: &Self::Guard) {}
 
     fn collect() {
-        crate::sync::checker_state::run_if_unpinned();
+        crate::checker_state::run_if_unpinned();
     }
 
     fn wait_for_pinned_threads() {
         let mut backoff = Backoff::new();
-        while crate::sync::checker_state::pinned() > 0 {
+        while crate::checker_state::pinned() > 0 {
             backoff.snooze();
         }
         Self::collect();
@@ -256,60 +310,73 @@ struct Retired<T>(*mut T);
 // deferred function is the only code that uses it.
 unsafe impl<T: Send> Send for Retired<T> {}
 
-impl<T> Retired<T> {
-    fn free(self) {
-        // SAFETY: the pointer came from `Box::into_raw` and was unlinked before
-        // it was retired, so this is its only owner.
-        drop(unsafe { Box::from_raw(self.0) });
+impl<T: Send + 'static> Retired<T> {
+    /// Frees `self` through `R` once the grace period of this call passed.
+    ///
+    /// # Safety
+    /// The pointer came from `Box::into_raw`, is no longer published (no
+    /// reader that pins from now on can load it), and is retired only here.
+    unsafe fn retire<R: Reclaim>(self, guard: &R::Guard) {
+        R::defer(guard, move || {
+            let retired = self;
+            // SAFETY: the caller's contract; the reclaimer runs this once,
+            // after every reader that could have loaded it has unpinned.
+            drop(unsafe { Box::from_raw(retired.0) });
+        });
     }
 }
 
-/// A heap value published through one atomic pointer. Readers load it under
-/// a guard; writers replace it and retire the old value.
-pub struct AtomicBox<T> {
+/// A heap value published through one atomic pointer and reclaimed through
+/// `R`. Readers load it under a guard of `R`; writers replace it and retire
+/// the old value through `R`.
+pub struct AtomicBox<T, R: Reclaim> {
     ptr: AtomicPtr<T>,
     owns: PhantomData<Box<T>>,
+    reclaim: PhantomData<fn() -> R>,
 }
 
-impl<T: std::fmt::Debug> std::fmt::Debug for AtomicBox<T> {
+impl<T: std::fmt::Debug + Send + Sync + 'static, R: Reclaim> std::fmt::Debug for AtomicBox<T, R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // SAFETY: the pointer is always a live box while `self` exists, and a
-        // shared borrow of `self` keeps it from being dropped.
-        f.debug_tuple("AtomicBox")
-            .field(unsafe { &*self.ptr.load(Ordering::Acquire) })
-            .finish()
+        let guard = R::pin();
+        f.debug_tuple("AtomicBox").field(self.load(&guard)).finish()
     }
 }
 
 // SAFETY: the box is shared between threads like an `Arc<T>`: readers get `&T`
 // (needs `T: Sync`), and retired values are dropped elsewhere (needs `T: Send`).
-unsafe impl<T: Send + Sync> Send for AtomicBox<T> {}
+unsafe impl<T: Send + Sync, R: Reclaim> Send for AtomicBox<T, R> {}
 // SAFETY: as above.
-unsafe impl<T: Send + Sync> Sync for AtomicBox<T> {}
+unsafe impl<T: Send + Sync, R: Reclaim> Sync for AtomicBox<T, R> {}
 
-impl<T: Send + Sync + 'static> AtomicBox<T> {
+impl<T: Send + Sync + 'static, R: Reclaim> AtomicBox<T, R> {
     /// Publishes `value`.
     pub fn new(value: T) -> Self {
+        Self::from_raw(Box::into_raw(Box::new(value)))
+    }
+
+    fn from_raw(ptr: *mut T) -> Self {
         Self {
-            ptr: AtomicPtr::new(Box::into_raw(Box::new(value))),
+            ptr: AtomicPtr::new(ptr),
             owns: PhantomData,
+            reclaim: PhantomData,
         }
     }
 
     /// The current value, valid while the guard lives.
     #[inline]
-    pub fn load<'g, R: Reclaim>(&'g self, _guard: &'g R::Guard) -> &'g T {
+    pub fn load<'g>(&'g self, _guard: &'g R::Guard) -> &'g T {
         // At least Acquire (see `Reclaim::protect`): pairs with the Release
         // publication, so the value's initialization is visible.
         let ptr = R::protect(&self.ptr);
         // SAFETY: the pointer is a live box; a replaced box is retired through
-        // `R` after the guard's pin, so it outlives `'g`.
+        // `R` after it is unpublished, so it outlives `_guard` (the trait's
+        // contract), and `&'g self` keeps the current one from being dropped.
         unsafe { &*ptr }
     }
 
     /// Replaces the value if it is still `current` (pointer equality). On
     /// success the old value is retired; on failure `new` is returned.
-    pub fn compare_exchange<R: Reclaim>(
+    pub fn compare_exchange(
         &self,
         current: &T,
         new: Box<T>,
@@ -324,30 +391,35 @@ impl<T: Send + Sync + 'static> AtomicBox<T> {
             Ordering::AcqRel,
             Ordering::Acquire,
         ) {
-            Ok(old) => {
-                let old = Retired(old);
-                R::defer(guard, move || old.free());
+            // SAFETY: `old` is the box this `AtomicBox` owned, just unpublished.
+            Ok(old) => unsafe {
+                Retired(old).retire::<R>(guard);
                 Ok(())
-            }
+            },
             // SAFETY: `new` came from `Box::into_raw` above and was not published.
             Err(_) => Err(unsafe { Box::from_raw(new) }),
         }
     }
 
     /// Replaces the value and retires the old one.
-    pub fn store<R: Reclaim>(&self, new: T, guard: &R::Guard) {
-        let old = Retired(self.swap_raw(new));
-        R::defer(guard, move || old.free());
+    pub fn store(&self, new: T, guard: &R::Guard) {
+        let old = self.swap_raw(new);
+        // SAFETY: `old` is the box this `AtomicBox` owned, just unpublished.
+        unsafe { Retired(old).retire::<R>(guard) };
     }
 
-    /// Replaces the value and returns the old one *without* retiring it: the
-    /// caller moves it to a new owner that keeps it published (a split hands
-    /// the child map to the suffix), so readers that loaded it keep a live value.
-    pub fn replace_and_transfer(&self, new: T) -> AtomicBox<T> {
-        AtomicBox {
-            ptr: AtomicPtr::new(self.swap_raw(new)),
-            owns: PhantomData,
-        }
+    /// Replaces the value and returns the old one *without* retiring it, as
+    /// a box that owns it: the caller moves it to a new owner that keeps it
+    /// published (a split hands the child map to the suffix), so readers
+    /// that loaded it keep a live value.
+    ///
+    /// # Safety
+    /// Readers pinned now may still hold the old value: the returned box
+    /// must not be dropped (nor its value taken through `get_mut`) until
+    /// every guard of `R` that exists now has dropped. Keeping it reachable
+    /// from the structure and retiring its owner through `R` satisfies this.
+    pub unsafe fn replace_and_transfer(&self, new: T) -> AtomicBox<T, R> {
+        AtomicBox::from_raw(self.swap_raw(new))
     }
 
     fn swap_raw(&self, new: T) -> *mut T {
@@ -364,11 +436,11 @@ impl<T: Send + Sync + 'static> AtomicBox<T> {
     }
 }
 
-impl<T> Drop for AtomicBox<T> {
+impl<T, R: Reclaim> Drop for AtomicBox<T, R> {
     fn drop(&mut self) {
-        // SAFETY: dropping the owner means nothing can reach the value any
-        // more: retired values are dropped through the reclaimer, and a box is
-        // dropped only when its owner is unreachable.
+        // SAFETY: `&mut self` proves no borrow from `load` is alive; values
+        // replaced earlier went through `R`, and a box handed out by
+        // `replace_and_transfer` is dropped only as its contract allows.
         drop(unsafe { Box::from_raw(self.ptr.load(Ordering::Relaxed)) });
     }
 }
@@ -380,11 +452,11 @@ mod tests {
     #[test]
     fn replaced_values_are_freed_after_the_pin_ends() {
         let value = Arc::new(());
-        let boxed = AtomicBox::new(Arc::clone(&value));
+        let boxed = AtomicBox::<_, EpochReclaim>::new(Arc::clone(&value));
         {
             let guard = EpochReclaim::pin();
-            let seen = boxed.load::<EpochReclaim>(&guard);
-            boxed.store::<EpochReclaim>(Arc::new(()), &guard);
+            let seen = boxed.load(&guard);
+            boxed.store(Arc::new(()), &guard);
             assert_eq!(Arc::strong_count(seen), 2, "still alive under the pin");
         }
         EpochReclaim::wait_for_pinned_threads();

@@ -1,4 +1,4 @@
-//! `RwLockGate`: the pessimistic baseline, as upstream.
+//! `RwLockGate`: the pessimistic baseline, two reader-writer locks per node.
 //!
 //! Protocol. Each node has a shape gate (`RwLock<()>`), a 64-bit version and a
 //! state lock around the plain shape. Readers take only the state read lock;

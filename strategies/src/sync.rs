@@ -1,5 +1,6 @@
-//! The sync facade: the one module in the workspace that names `std::sync` or
-//! `parking_lot`.
+//! The sync facade: the one module in the workspace that names `std::sync`,
+//! `parking_lot`, `loom` or `shuttle` (`clippy.toml` enforces it; this
+//! module alone allows the lint).
 //!
 //! Protocol: every lock, atomic, thread and channel the tree and the gates use
 //! is imported from here, so a model checker can replace all of them at once.
@@ -13,7 +14,7 @@
 //! yields); both are a yield under a checker so that loom and shuttle can
 //! schedule the writer the loop is waiting for.
 
-#![allow(clippy::disallowed_types)]
+#![allow(clippy::disallowed_types, clippy::disallowed_methods)]
 
 pub use arm::*;
 
@@ -278,6 +279,14 @@ mod arm {
     checker_locks!(shuttle);
 }
 
+/// std atomics that no checker models, in every arm: for state that
+/// synchronizes nothing under test (statistics counters) or that models the
+/// harness rather than the code (the checkers' mutant switch). The checker
+/// does not explore their interleavings.
+pub mod unmodelled {
+    pub use std::sync::atomic::{AtomicI64, AtomicU8, AtomicUsize, Ordering};
+}
+
 /// Backoff for a loop that waits on another thread (a lock word, a grace
 /// period, a released slot): a few rounds of CPU pauses that double each
 /// time, then a yield to the OS scheduler, so a waiter never burns its core
@@ -322,205 +331,8 @@ impl Backoff {
 #[cfg(all(crtc_loom, crtc_shuttle))]
 compile_error!("`--cfg crtc_loom` and `--cfg crtc_shuttle` are mutually exclusive");
 
-/// State of the model checkers' test reclaimer (per OS thread) and mutant
-/// switch (per process). Loom and shuttle run every modelled thread of one
-/// model on the OS thread that explores it, one at a time, so the
-/// reclaimer's pin count and deferred work are thread-locals: each test
-/// thread of a parallel test run has its own, and one model never runs (or
-/// counts the pins of) another model's deferred frees, which would touch
-/// that execution's checker objects from the wrong execution (loom: "Arc
-/// leaked", then SIGSEGV). Plain std primitives here are never contended and
-/// stay invisible to the checker (they model the harness, not the code under
-/// test). The mutant is process-wide: a negative control selects it in a
-/// child process that runs one model.
-#[cfg(any(crtc_loom, crtc_shuttle))]
-pub mod checker_state {
-    use std::cell::{Cell, RefCell};
-    use std::sync::atomic::{AtomicU8, Ordering};
-
-    type Deferred = Box<dyn FnOnce() + Send>;
-
-    thread_local! {
-        static PINNED: Cell<usize> = const { Cell::new(0) };
-        static DEFERRED: RefCell<Vec<Deferred>> = const { RefCell::new(Vec::new()) };
-    }
-    static MUTANT: AtomicU8 = AtomicU8::new(0);
-
-    /// Records that a thread pinned.
-    pub fn pin_enter() {
-        PINNED.with(|p| p.set(p.get() + 1));
-    }
-
-    /// Records that a thread unpinned.
-    pub fn pin_exit() {
-        PINNED.with(|p| p.set(p.get() - 1));
-    }
-
-    /// Number of pinned threads.
-    pub fn pinned() -> usize {
-        PINNED.with(Cell::get)
-    }
-
-    /// Queues `f` until no thread is pinned.
-    pub fn defer(f: impl FnOnce() + Send + 'static) {
-        DEFERRED.with(|d| d.borrow_mut().push(Box::new(f)));
-    }
-
-    /// Runs every queued function if no thread is pinned.
-    pub fn run_if_unpinned() {
-        while pinned() == 0 {
-            let batch = DEFERRED.with(|d| std::mem::take(&mut *d.borrow_mut()));
-            if batch.is_empty() {
-                return;
-            }
-            batch.into_iter().for_each(|f| f());
-        }
-    }
-
-    /// Selects mutant `id` (0 = none) for every gate that has one.
-    pub fn set_mutant(id: u8) {
-        // SeqCst: set by the test before the model runs.
-        MUTANT.store(id, Ordering::SeqCst);
-    }
-
-    /// The selected mutant.
-    pub fn mutant() -> u8 {
-        // SeqCst: as above.
-        MUTANT.load(Ordering::SeqCst)
-    }
-}
-
-/// Process-wide statistics counters (restarts, fallbacks, live and retired
-/// bytes). They are plain std atomics in every arm: they record what happened
-/// and synchronize nothing, so the checkers need not see them. Each is
-/// sharded: a thread adds to its own cache-padded shard (chosen once per
-/// thread), so writers on different threads never contend on a counter's
-/// cache line; a read sums the shards. Under a checker every modelled thread
-/// runs on one OS thread, so one shard takes every update and reads stay
-/// exact.
-pub mod stats {
-    use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
-
-    /// Shards per counter.
-    const SHARDS: usize = 16;
-
-    /// One shard on its own cache lines (128 bytes: adjacent-line prefetch).
-    #[derive(Debug)]
-    #[repr(align(128))]
-    struct Shard(AtomicI64);
-
-    /// This thread's shard index, assigned round-robin on first use.
-    fn shard() -> usize {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        thread_local! {
-            // Relaxed: only spreads threads over shards.
-            static SHARD: usize = NEXT.fetch_add(1, Ordering::Relaxed) % SHARDS;
-        }
-        SHARD.with(|s| *s)
-    }
-
-    /// A signed sum over shards.
-    #[derive(Debug)]
-    struct Sharded([Shard; SHARDS]);
-
-    impl Sharded {
-        const fn new() -> Self {
-            Self([const { Shard(AtomicI64::new(0)) }; SHARDS])
-        }
-        #[inline]
-        fn add(&self, n: i64) {
-            // Relaxed: statistics only.
-            self.0[shard()].0.fetch_add(n, Ordering::Relaxed);
-        }
-        fn sum(&self) -> i64 {
-            // Relaxed: statistics only; a sum racing updates is approximate.
-            self.0.iter().map(|s| s.0.load(Ordering::Relaxed)).sum()
-        }
-    }
-
-    /// A statistics counter.
-    #[derive(Debug)]
-    pub struct StatCounter(Sharded);
-
-    impl StatCounter {
-        /// A counter at zero.
-        pub const fn new() -> Self {
-            Self(Sharded::new())
-        }
-        /// Adds one.
-        #[inline]
-        pub fn bump(&self) {
-            self.0.add(1);
-        }
-        /// The current value.
-        pub fn get(&self) -> u64 {
-            self.0.sum().max(0) as u64
-        }
-    }
-
-    impl Default for StatCounter {
-        fn default() -> Self {
-            Self::new()
-        }
-    }
-
-    /// A statistics gauge: a signed level that goes up and down (bytes or
-    /// objects outstanding).
-    #[derive(Debug)]
-    pub struct StatGauge(Sharded);
-
-    impl StatGauge {
-        /// A gauge at zero.
-        pub const fn new() -> Self {
-            Self(Sharded::new())
-        }
-        /// Raises the level by `n`.
-        #[inline]
-        pub fn add(&self, n: usize) {
-            self.0.add(n as i64);
-        }
-        /// Lowers the level by `n`.
-        #[inline]
-        pub fn sub(&self, n: usize) {
-            self.0.add(-(n as i64));
-        }
-        /// The current level (negative only if the books are wrong).
-        pub fn get(&self) -> i64 {
-            self.0.sum()
-        }
-    }
-
-    impl Default for StatGauge {
-        fn default() -> Self {
-            Self::new()
-        }
-    }
-}
-
 #[cfg(all(test, not(any(crtc_loom, crtc_shuttle))))]
 mod tests {
-    use super::stats::{StatCounter, StatGauge};
-
-    #[test]
-    fn sharded_stats_sum_every_thread_exactly() {
-        static COUNTER: StatCounter = StatCounter::new();
-        static GAUGE: StatGauge = StatGauge::new();
-        let threads: Vec<_> = (0..20)
-            .map(|_| {
-                std::thread::spawn(|| {
-                    for _ in 0..1000 {
-                        COUNTER.bump();
-                        GAUGE.add(3);
-                    }
-                    GAUGE.sub(1000);
-                })
-            })
-            .collect();
-        threads.into_iter().for_each(|t| t.join().unwrap());
-        assert_eq!(COUNTER.get(), 20_000);
-        assert_eq!(GAUGE.get(), 20 * 2000);
-    }
-
     #[test]
     fn backoff_pauses_then_keeps_yielding() {
         let mut backoff = super::Backoff::new();

@@ -158,7 +158,10 @@ impl<G: ShapeGate> Tree<G> {
             let mut init = split_at(w, at);
             let orphaned = had_holders && init.full.is_empty() && init.cutoffs.is_empty();
             let dead = if orphaned { init.edge.len() } else { 0 };
-            let moved = node.children.take_for_split();
+            // SAFETY: `moved` goes into `suffix`, which `publish` below links
+            // under `node` in this same section; nothing in between unwinds
+            // (allocation failure aborts).
+            let moved = unsafe { node.children.take_for_split() };
             init.internal = moved.len(guard) > 0;
             let key = init.edge.first().map_or(LocalBlockHash(0), |b| b.local);
             let suffix = Arc::new(Node::with_children(init, moved));

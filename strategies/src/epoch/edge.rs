@@ -11,18 +11,18 @@
 //! fresh buffer (see `Writer`), and the old one is freed when the last
 //! snapshot holding it is reclaimed.
 //!
-//! Long buffers (capacity above [`INDEX_THRESHOLD`]) carry an insert-only
-//! open-addressing table from external hash to its latest position, sized
-//! so that a full buffer fills at most two thirds of it: it never needs to
-//! grow (a larger buffer gets a larger table). Appends insert before they publish, so a reader holding
-//! length `L` finds every hash at a position below `L`; the table may also
-//! show a newer position at or past `L`, and then the reader scans its own
-//! prefix instead (see `View::position`).
+//! Long buffers (capacity above [`INDEX_THRESHOLD`]) carry an
+//! [`AtomicIndex`] sized so that a full buffer fills at most two thirds of
+//! it: it never needs to grow (a larger buffer gets a larger table).
+//! Appends insert before they publish, so a reader holding length `L` finds
+//! every hash at a position below `L`; the table may also show a newer
+//! position at or past `L`, and then the reader scans its own prefix
+//! instead (see `View::position`).
 
-use crate::edge_index::INDEX_THRESHOLD;
+use crate::edge_index::{AtomicIndex, INDEX_THRESHOLD};
 use crate::hash::{BlockPair, ExternalSequenceBlockHash, LocalBlockHash};
-use crate::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use crate::sync::stats::{StatCounter, StatGauge};
+use crate::stats::{StatCounter, StatGauge};
+use crate::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// Edge buffers alive (process-wide, every epoch gate).
 pub static LIVE_BUFFERS: StatGauge = StatGauge::new();
@@ -32,76 +32,12 @@ pub static RETIRED_BUFFER_BYTES: StatGauge = StatGauge::new();
 /// Edge buffers allocated (process-wide).
 pub static BUFFER_ALLOCATIONS: StatCounter = StatCounter::new();
 
-/// An insert-only table external hash -> latest position + 1 (0 = empty).
-struct IndexTable {
-    keys: Box<[AtomicU64]>,
-    positions: Box<[AtomicU32]>,
-}
-
-fn home(hash: u64, capacity: usize) -> usize {
-    (hash.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize & (capacity - 1)
-}
-
-impl IndexTable {
-    fn with_slots(slots: usize) -> Self {
-        Self {
-            keys: (0..slots).map(|_| AtomicU64::new(0)).collect(),
-            positions: (0..slots).map(|_| AtomicU32::new(0)).collect(),
-        }
-    }
-
-    fn slots(&self) -> usize {
-        self.positions.len()
-    }
-
-    /// Records `pos` as the latest position of `hash`. Writers only (node
-    /// lock held). Position first, key second: a reader that loads the key
-    /// with Acquire also sees the position.
-    fn insert(&self, hash: ExternalSequenceBlockHash, pos: usize) {
-        let slots = self.slots();
-        let mut at = home(hash.0, slots);
-        for _ in 0..slots {
-            // Relaxed: only writers store, and they hold the node's lock.
-            let empty = self.positions[at].load(Ordering::Relaxed) == 0;
-            if empty || self.keys[at].load(Ordering::Relaxed) == hash.0 {
-                // Relaxed: published by the Release key store below.
-                self.positions[at].store(pos as u32 + 1, Ordering::Relaxed);
-                // Release: a reader that loads this key sees the position.
-                self.keys[at].store(hash.0, Ordering::Release);
-                return;
-            }
-            at = (at + 1) & (slots - 1);
-        }
-    }
-
-    /// The latest recorded position of `hash`, possibly past the caller's
-    /// length; the caller validates it.
-    fn find(&self, hash: ExternalSequenceBlockHash) -> Option<usize> {
-        let slots = self.slots();
-        let mut at = home(hash.0, slots);
-        for _ in 0..slots {
-            // Acquire: pairs with the Release key store in `insert`.
-            let key = self.keys[at].load(Ordering::Acquire);
-            // Relaxed: ordered after the key load above.
-            let pos = self.positions[at].load(Ordering::Relaxed);
-            if pos == 0 {
-                return None;
-            }
-            if key == hash.0 {
-                return Some(pos as usize - 1);
-            }
-            at = (at + 1) & (slots - 1);
-        }
-        None
-    }
-}
-
 /// The pairs of one edge, interleaved (local, external), append-only below
 /// `live`.
 pub(super) struct EdgeBuf {
     words: Box<[AtomicU64]>,
     live: AtomicUsize,
-    index: Option<IndexTable>,
+    index: Option<AtomicIndex>,
     retired: AtomicBool,
 }
 
@@ -112,8 +48,8 @@ impl EdgeBuf {
     pub(super) fn with_pairs(capacity: usize, pairs: impl IntoIterator<Item = BlockPair>) -> Self {
         let capacity = capacity.min(u32::MAX as usize - 1);
         // At most `capacity` distinct keys fill at most two thirds of it.
-        let index = (capacity > INDEX_THRESHOLD)
-            .then(|| IndexTable::with_slots((capacity + capacity / 2).next_power_of_two()));
+        let index =
+            (capacity > INDEX_THRESHOLD).then(|| AtomicIndex::with_slots(capacity + capacity / 2));
         let buf = Self {
             words: (0..2 * capacity).map(|_| AtomicU64::new(0)).collect(),
             live: AtomicUsize::new(0),
@@ -200,7 +136,7 @@ impl EdgeBuf {
         std::mem::size_of::<Self>()
             + 2 * std::mem::size_of::<usize>()
             + self.words.len() * 8
-            + self.index.as_ref().map_or(0, |i| i.slots() * 12)
+            + self.index.as_ref().map_or(0, AtomicIndex::bytes)
     }
 
     /// Records that the node no longer uses this buffer: its bytes count as

@@ -59,8 +59,8 @@
 //! was a state of the node, but it can be older than one the caller already
 //! saw — its own pure append past `S.len`, then a coverage raise by another
 //! lane that replaced `S` without a plan bump — and a plan made on it misses
-//! the caller's own block (the stress test caught valid stores rejected as
-//! `ParentBlockNotFound` and final undercounts that way). Pairs below any
+//! the caller's own block: a valid store whose parent is that block is
+//! rejected, and the caller's coverage is undercounted. Pairs below any
 //! published length are never rewritten (truncation and growth build fresh
 //! buffers), so every view reads stable pairs.
 //!
@@ -107,8 +107,8 @@ use crate::gate::{append_eligibility, AppendMiss, Commit, ShapeGate, Stale, Vers
 use crate::hash::{BlockPair, ExternalSequenceBlockHash, Slot};
 use crate::reclaim::{DefaultReclaim, Reclaim};
 use crate::shape::{append_demoting, ShapeInit, ShapeRead, ShapeWrite};
+use crate::stats::{StatCounter, StatGauge};
 use crate::sync::atomic::{fence, AtomicPtr, AtomicU64, Ordering};
-use crate::sync::stats::{StatCounter, StatGauge};
 use crate::sync::{Mutex, MutexGuard};
 use snapshot::Snapshot;
 use std::marker::PhantomData;
@@ -156,7 +156,8 @@ impl<R: Reclaim> std::fmt::Debug for EpochGate<R> {
     }
 }
 
-/// A replaced snapshot on its way through the reclaimer.
+/// A replaced snapshot on its way through the reclaimer: the pointer the
+/// gate published (from `Box::into_raw`), never one made from a borrow.
 struct Retired {
     snap: *mut Snapshot,
     bytes: usize,
@@ -167,11 +168,15 @@ struct Retired {
 unsafe impl Send for Retired {}
 
 impl Retired {
-    fn free(self) {
+    /// Frees the snapshot.
+    ///
+    /// # Safety
+    /// `snap` came from `Box::into_raw` and was published by this gate; it
+    /// was unpublished before it was retired, and this runs once, after
+    /// every reader that could have loaded it has unpinned.
+    unsafe fn free(self) {
         RETIRED_SNAPSHOT_BYTES.sub(self.bytes);
-        // SAFETY: from `Box::into_raw`; unlinked under the mutex before it
-        // was retired, and the reclaimer runs this once, after every reader
-        // that could have loaded it has unpinned.
+        // SAFETY: the caller's contract.
         drop(unsafe { Box::from_raw(self.snap) });
     }
 }
@@ -304,13 +309,22 @@ impl<R: Reclaim> EpochGate<R> {
                 length,
                 replaced_buffer,
             } => {
+                // Relaxed: only mutex holders store the pointer. The raw
+                // pointer (not `cur`, a shared borrow) is what may free the
+                // box: it carries the provenance of `Box::into_raw`.
+                let raw = self.snap.load(Ordering::Relaxed);
+                debug_assert!(std::ptr::eq(raw, cur), "the mutex holder's snapshot");
                 let retire = || {
                     let old = Retired {
-                        snap: cur as *const Snapshot as *mut Snapshot,
+                        snap: raw,
                         bytes: cur.bytes(),
                     };
                     RETIRED_SNAPSHOT_BYTES.add(old.bytes);
-                    R::defer(&R::pin(), move || old.free());
+                    // SAFETY: `raw` is the published box (see above); it is
+                    // retired once, after the store below unpublished it
+                    // (except under the mutant, broken on purpose), and `R`
+                    // runs this after the grace period.
+                    R::defer(&R::pin(), move || unsafe { old.free() });
                 };
                 // Mutant (broken on purpose): retires the snapshot while it
                 // is still the published one.

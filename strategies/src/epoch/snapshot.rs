@@ -14,7 +14,7 @@ use super::edge::EdgeBuf;
 use crate::bits::SlotBits;
 use crate::hash::{BlockPair, ExternalSequenceBlockHash, Slot};
 use crate::shape::{ShapeInit, ShapeRead};
-use crate::sync::stats::{StatCounter, StatGauge};
+use crate::stats::{StatCounter, StatGauge};
 use crate::sync::Arc;
 
 /// Snapshots alive (process-wide, every epoch gate).

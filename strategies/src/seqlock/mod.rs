@@ -44,8 +44,8 @@ use crate::gate::{append_eligibility, AppendMiss, Commit, ShapeGate, Stale, Vers
 use crate::hash::{BlockPair, ExternalSequenceBlockHash, Slot};
 use crate::reclaim::{DefaultReclaim, Reclaim};
 use crate::shape::{append_demoting, has_other_full, ShapeInit, ShapeRead};
+use crate::stats::StatCounter;
 use crate::sync::atomic::{fence, AtomicU64, Ordering};
-use crate::sync::stats::StatCounter;
 use crate::sync::{spin_loop, Backoff};
 use payload::{Payload, View, Writer};
 use std::marker::PhantomData;
@@ -147,13 +147,13 @@ impl<R: Reclaim> SeqlockGate<R> {
     }
 
     /// One optimistic attempt; `None` if it must be retried.
-    fn optimistic<T>(&self, f: &mut impl FnMut(&View<'_>) -> T) -> Option<T> {
+    fn optimistic<T>(&self, pin: &R::Guard, f: &mut impl FnMut(&View<'_>) -> T) -> Option<T> {
         // Acquire: pairs with a writer's Release unlock.
         let before = self.word.load(Ordering::Acquire);
         if before & STRUCT_LOCK != 0 {
             return None;
         }
-        let result = f(&View::new(&self.payload));
+        let result = f(&View::new::<R>(&self.payload, pin));
         // Acquire: pairs with a structural writer's Release fence (see above).
         if !mutant!(NoReaderAcquireFence) {
             fence(Ordering::Acquire);
@@ -169,10 +169,10 @@ impl<R: Reclaim> SeqlockGate<R> {
         mut f: impl FnMut(&View<'_>) -> T,
         mut before: impl FnMut() -> u64,
     ) -> (T, u64) {
-        let _pin = R::pin();
+        let pin = R::pin();
         for _ in 0..MAX_OPTIMISTIC {
             let token = before();
-            if let Some(result) = self.optimistic(&mut f) {
+            if let Some(result) = self.optimistic(&pin, &mut f) {
                 return (result, token);
             }
             OPTIMISTIC_RESTARTS.bump();
@@ -181,7 +181,7 @@ impl<R: Reclaim> SeqlockGate<R> {
         PESSIMISTIC_FALLBACKS.bump();
         let unlocked = self.lock();
         let token = before();
-        let result = f(&View::new(&self.payload));
+        let result = f(&View::new::<R>(&self.payload, &pin));
         self.unlock(unlocked, false);
         (result, token)
     }
@@ -233,11 +233,11 @@ unsafe impl<R: Reclaim> ShapeGate for SeqlockGate<R> {
         version: Option<Version>,
         f: impl FnOnce(&mut Writer<'_, R>) -> T,
     ) -> Result<T, Stale> {
-        let _pin = R::pin();
+        let pin = R::pin();
         let unlocked = self.lock();
         let result = self
             .plan_matches(version)
-            .then(|| f(&mut Writer::new(&self.payload)))
+            .then(|| f(&mut Writer::new(&self.payload, &pin)))
             .ok_or(Stale);
         self.unlock(unlocked, false);
         result
@@ -248,14 +248,14 @@ unsafe impl<R: Reclaim> ShapeGate for SeqlockGate<R> {
         version: Option<Version>,
         f: impl FnOnce(&mut Writer<'_, R>) -> Commit<T>,
     ) -> Result<T, Stale> {
-        let _pin = R::pin();
+        let pin = R::pin();
         let unlocked = self.lock();
         if !self.plan_matches(version) {
             self.unlock(unlocked, false);
             return Err(Stale);
         }
         self.begin_structural(unlocked);
-        let commit = f(&mut Writer::new(&self.payload));
+        let commit = f(&mut Writer::new(&self.payload, &pin));
         if commit.shape_changed {
             self.bump_plan();
         }
@@ -269,9 +269,9 @@ unsafe impl<R: Reclaim> ShapeGate for SeqlockGate<R> {
         parent: ExternalSequenceBlockHash,
         blocks: &[BlockPair],
     ) -> Result<usize, AppendMiss> {
-        let _pin = R::pin();
+        let pin = R::pin();
         let unlocked = self.lock();
-        let mut writer = Writer::<R>::new(&self.payload);
+        let mut writer = Writer::<R>::new(&self.payload, &pin);
         if let Err(miss) = append_eligibility(&writer, slot, parent, blocks) {
             self.unlock(unlocked, false);
             return Err(miss);
@@ -290,7 +290,7 @@ unsafe impl<R: Reclaim> ShapeGate for SeqlockGate<R> {
     }
 
     fn footprint(&self) -> usize {
-        let _pin = R::pin();
-        2 * std::mem::size_of::<AtomicU64>() + self.payload.footprint()
+        let pin = R::pin();
+        2 * std::mem::size_of::<AtomicU64>() + self.payload.footprint::<R>(&pin)
     }
 }

@@ -19,12 +19,11 @@
 //! gate's reclaimer after, so no reader that pins after the retire can load
 //! it.
 
-use crate::edge_index::INDEX_THRESHOLD;
+use crate::edge_index::{AtomicIndex, INDEX_THRESHOLD};
 use crate::hash::{BlockPair, ExternalSequenceBlockHash, LocalBlockHash, Slot};
 use crate::reclaim::Reclaim;
 use crate::shape::{ShapeInit, ShapeRead, ShapeWrite};
 use crate::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
-use std::marker::PhantomData;
 
 const INTERNAL: u8 = 1;
 const ANCHOR: u8 = 2;
@@ -58,20 +57,16 @@ impl Words {
 /// The edge's pairs, interleaved (local, external); append-only below `len`.
 struct EdgeBuf(Words);
 
-/// An open-addressing table external hash → position + 1 (0 = empty), for
-/// long edges. Insert-only; rebuilt (a new table) when it would pass half
-/// full or when the edge is truncated.
-struct IndexBuf {
-    keys: Words,
-    positions: Box<[AtomicU32]>,
-}
-
 /// The sorted cutoff list, immutable except for in-place raises of an existing
 /// entry's cutoff: entry = slot << 32 | cutoff.
 struct CutoffBuf(Words);
 
-/// Retires a replaced box through `R`. The caller unpublished it first.
-fn retire<R: Reclaim, T: Send + 'static>(old: *mut T) {
+/// Retires a replaced box through `R`.
+///
+/// # Safety
+/// `old` is null or came from `Box::into_raw`; it is no longer published
+/// (no reader that pins from now on can load it) and is retired only here.
+unsafe fn retire<R: Reclaim, T: Send + 'static>(old: *mut T) {
     if old.is_null() {
         return;
     }
@@ -92,68 +87,16 @@ fn publish<T>(boxed: Option<T>) -> *mut T {
     boxed.map_or(std::ptr::null_mut(), |b| Box::into_raw(Box::new(b)))
 }
 
-fn hash_slot(hash: u64, capacity: usize) -> usize {
-    (hash.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize & (capacity - 1)
-}
-
-impl IndexBuf {
-    fn build(edge: &[BlockPair]) -> Option<Self> {
-        if edge.len() <= INDEX_THRESHOLD {
-            return None;
-        }
-        let capacity = (edge.len() * 2).next_power_of_two();
-        let table = Self {
-            keys: Words::zeroed(capacity),
-            positions: (0..capacity).map(|_| AtomicU32::new(0)).collect(),
-        };
+/// The position table of a long edge (none for short ones), with room for
+/// the edge to double before it is rebuilt.
+fn index_of(edge: &[BlockPair]) -> Option<AtomicIndex> {
+    (edge.len() > INDEX_THRESHOLD).then(|| {
+        let index = AtomicIndex::with_slots(edge.len() * 2);
         edge.iter()
             .enumerate()
-            .for_each(|(pos, pair)| table.insert(pair.external, pos));
-        Some(table)
-    }
-
-    fn capacity(&self) -> usize {
-        self.positions.len()
-    }
-
-    /// Records `pos` as the latest position of `hash`. Position first, key
-    /// second, so a reader that finds the key (Acquire) sees the position.
-    fn insert(&self, hash: ExternalSequenceBlockHash, pos: usize) {
-        let capacity = self.capacity();
-        let mut at = hash_slot(hash.0, capacity);
-        for _ in 0..capacity {
-            let key = self.keys.get(at);
-            let empty = self.positions[at].load(Ordering::Relaxed) == 0;
-            if key == hash.0 || empty {
-                // Relaxed: published by the Release key store below.
-                self.positions[at].store(pos as u32 + 1, Ordering::Relaxed);
-                // Release: a reader that loads this key sees the position.
-                self.keys.0[at].store(hash.0, Ordering::Release);
-                return;
-            }
-            at = (at + 1) & (capacity - 1);
-        }
-    }
-
-    /// The recorded position of `hash`, unvalidated.
-    fn find(&self, hash: ExternalSequenceBlockHash) -> Option<usize> {
-        let capacity = self.capacity();
-        let mut at = hash_slot(hash.0, capacity);
-        for _ in 0..capacity {
-            // Acquire: pairs with the Release key store in `insert`.
-            let key = self.keys.0[at].load(Ordering::Acquire);
-            // Relaxed: ordered after the key load above.
-            let pos = self.positions[at].load(Ordering::Relaxed);
-            if pos == 0 {
-                return None;
-            }
-            if key == hash.0 {
-                return Some(pos as usize - 1);
-            }
-            at = (at + 1) & (capacity - 1);
-        }
-        None
-    }
+            .for_each(|(pos, pair)| index.insert(pair.external, pos));
+        index
+    })
 }
 
 /// A node's shape as atomics.
@@ -161,7 +104,7 @@ pub(super) struct Payload {
     len: AtomicU32,
     flags: AtomicU8,
     edge: AtomicPtr<EdgeBuf>,
-    index: AtomicPtr<IndexBuf>,
+    index: AtomicPtr<AtomicIndex>,
     full: [AtomicU64; INLINE_WORDS],
     chunks: AtomicPtr<Words>,
     cutoffs: AtomicPtr<CutoffBuf>,
@@ -204,7 +147,7 @@ impl Payload {
             len: AtomicU32::new(init.edge.len() as u32),
             flags: AtomicU8::new(flags),
             edge: AtomicPtr::new(publish(Some(EdgeBuf(edge)))),
-            index: AtomicPtr::new(publish(IndexBuf::build(&init.edge))),
+            index: AtomicPtr::new(publish(index_of(&init.edge))),
             full: std::array::from_fn(|i| AtomicU64::new(words.get(i).copied().unwrap_or(0))),
             chunks: AtomicPtr::new(publish(chunks)),
             cutoffs: AtomicPtr::new(publish(cutoffs)),
@@ -212,11 +155,11 @@ impl Payload {
     }
 
     /// Approximate bytes held.
-    pub(super) fn footprint(&self) -> usize {
-        let view = View::new(self);
+    pub(super) fn footprint<R: Reclaim>(&self, pin: &R::Guard) -> usize {
+        let view = View::new::<R>(self, pin);
         std::mem::size_of::<Self>()
             + view.edge.map_or(0, |e| e.0.capacity() * 8)
-            + view.index.map_or(0, |i| i.capacity() * 12)
+            + view.index.map_or(0, AtomicIndex::bytes)
             + view.cutoffs.map_or(0, |c| c.0.capacity() * 8)
     }
 }
@@ -246,8 +189,9 @@ unsafe fn drop_ptr<T>(ptr: *mut T) {
 /// Dereferences a published pointer.
 ///
 /// # Safety
-/// The caller is pinned, or holds the writer lock, so a replaced pointee is
-/// not freed while the reference lives.
+/// The caller is pinned for `'a` (a guard of the gate's reclaimer lives at
+/// least that long), so a replaced pointee is not freed while the reference
+/// lives.
 unsafe fn deref<'a, T>(ptr: &AtomicPtr<T>) -> Option<&'a T> {
     // Acquire: pairs with the Release publication of the pointee.
     let raw = ptr.load(Ordering::Acquire);
@@ -256,12 +200,12 @@ unsafe fn deref<'a, T>(ptr: &AtomicPtr<T>) -> Option<&'a T> {
 }
 
 /// A reader's (or writer's) view of a seqlock node: the out-of-line arrays
-/// loaded once.
+/// loaded once, borrowed for as long as the pin the view was made under.
 pub struct View<'a> {
     payload: &'a Payload,
     len: usize,
     edge: Option<&'a EdgeBuf>,
-    index: Option<&'a IndexBuf>,
+    index: Option<&'a AtomicIndex>,
     cutoffs: Option<&'a CutoffBuf>,
 }
 
@@ -273,7 +217,7 @@ impl std::fmt::Debug for View<'_> {
     }
 }
 
-impl<R> std::fmt::Debug for Writer<'_, R> {
+impl<R: Reclaim> std::fmt::Debug for Writer<'_, R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Writer")
             .field("len", &self.view.len)
@@ -282,10 +226,10 @@ impl<R> std::fmt::Debug for Writer<'_, R> {
 }
 
 impl<'a> View<'a> {
-    /// Loads the view. The caller is pinned or holds the writer lock.
-    pub(super) fn new(payload: &'a Payload) -> Self {
-        // SAFETY: every `View` is created inside a pinned section (the gate
-        // pins in `read`/`plan`) or under the writer lock.
+    /// Loads the view under `_pin`, which outlives it.
+    pub(super) fn new<R: Reclaim>(payload: &'a Payload, _pin: &'a R::Guard) -> Self {
+        // SAFETY: `_pin` is a pin of the reclaimer the gate retires through,
+        // alive for `'a`.
         let cutoffs = unsafe { deref(&payload.cutoffs) };
         // Acquire: pairs with the Release store of an appended length, so the
         // pairs below it are visible.
@@ -361,7 +305,7 @@ impl ShapeRead for View<'_> {
         match self.payload.full.get(index) {
             // Relaxed: ordered after the view's Acquire loads; validated.
             Some(word) => word.load(Ordering::Relaxed),
-            // SAFETY: the view exists only while pinned or under the lock.
+            // SAFETY: the view lives no longer than the pin it was made under.
             None => {
                 unsafe { deref(&self.payload.chunks) }.map_or(0, |c| c.get(index - INLINE_WORDS))
             }
@@ -384,17 +328,17 @@ impl ShapeRead for View<'_> {
 
 /// A writer of a seqlock node: the view plus mutators, retiring what it
 /// replaces through `R`. Exists only under the gate's writer lock.
-pub struct Writer<'a, R> {
+pub struct Writer<'a, R: Reclaim> {
     view: View<'a>,
-    reclaim: PhantomData<fn() -> R>,
+    pin: &'a R::Guard,
 }
 
 impl<'a, R: Reclaim> Writer<'a, R> {
-    /// A writer over `payload`. The caller holds the writer lock.
-    pub(super) fn new(payload: &'a Payload) -> Self {
+    /// A writer over `payload` under `pin`. The caller holds the writer lock.
+    pub(super) fn new(payload: &'a Payload, pin: &'a R::Guard) -> Self {
         Self {
-            view: View::new(payload),
-            reclaim: PhantomData,
+            view: View::new::<R>(payload, pin),
+            pin,
         }
     }
 
@@ -405,18 +349,25 @@ impl<'a, R: Reclaim> Writer<'a, R> {
     /// after its grace period began.)
     fn replace<T: Send + 'static>(slot: &AtomicPtr<T>, next: *mut T) {
         if mutant!(SeqlockRetireBeforeUnpublish) {
-            // Relaxed: broken on purpose; the writer lock orders our own stores.
-            retire::<R, T>(slot.load(Ordering::Relaxed));
+            // Relaxed: the writer lock orders our own stores.
+            let current = slot.load(Ordering::Relaxed);
+            // SAFETY: violated on purpose (a negative control for the
+            // checkers): `current` is still published.
+            unsafe { retire::<R, T>(current) };
             // Release: as below.
             slot.store(next, Ordering::Release);
             return;
         }
         // Release: publishes the new array's contents.
-        retire::<R, T>(slot.swap(next, Ordering::Release));
+        let old = slot.swap(next, Ordering::Release);
+        // SAFETY: every array pointer holds null or a box from `publish`; the
+        // swap unpublished `old`, and only this writer (holding the lock)
+        // saw it leave.
+        unsafe { retire::<R, T>(old) };
     }
 
     fn refresh(&mut self) {
-        self.view = View::new(self.view.payload);
+        self.view = View::new::<R>(self.view.payload, self.pin);
     }
 
     fn edge_pairs(&self) -> Vec<BlockPair> {
@@ -449,7 +400,7 @@ impl<'a, R: Reclaim> Writer<'a, R> {
 
     fn index_appended(&mut self, old_len: usize) {
         let new_len = self.view.len;
-        let fits = self.view.index.is_some_and(|i| new_len * 2 <= i.capacity());
+        let fits = self.view.index.is_some_and(|i| new_len * 2 <= i.slots());
         if let (true, Some(index)) = (fits, self.view.index) {
             (old_len..new_len).for_each(|p| index.insert(self.view.pair(p).external, p));
             return;
@@ -460,7 +411,7 @@ impl<'a, R: Reclaim> Writer<'a, R> {
     }
 
     fn rebuild_index(&mut self) {
-        let rebuilt = IndexBuf::build(&self.edge_pairs());
+        let rebuilt = index_of(&self.edge_pairs());
         Self::replace(&self.view.payload.index, publish(rebuilt));
         self.refresh();
     }
@@ -557,7 +508,7 @@ impl<R: Reclaim> ShapeWrite for Writer<'_, R> {
             return inline.fetch_or(bit, Ordering::Relaxed) & bit == 0;
         }
         let extra = word - INLINE_WORDS;
-        // SAFETY: the writer lock is held.
+        // SAFETY: the writer is pinned for its lifetime (`Writer::new`).
         let chunks = unsafe { deref(&self.view.payload.chunks) };
         if chunks.is_none_or(|c| c.capacity() <= extra) {
             let grown = Words::zeroed((extra + 1).next_power_of_two().max(4));
@@ -565,7 +516,8 @@ impl<R: Reclaim> ShapeWrite for Writer<'_, R> {
                 .for_each(|i| grown.set(i, chunks.map_or(0, |c| c.get(i))));
             Self::replace(&self.view.payload.chunks, publish(Some(grown)));
         }
-        // SAFETY: the writer lock is held; the pointer was just published.
+        // SAFETY: the writer is pinned for its lifetime (and holds the lock,
+        // so only it replaces the pointer, just published above).
         let chunks = unsafe { deref(&self.view.payload.chunks) };
         let before = chunks.map_or(0, |c| c.get(extra));
         chunks.into_iter().for_each(|c| c.set(extra, before | bit));
@@ -578,7 +530,7 @@ impl<R: Reclaim> ShapeWrite for Writer<'_, R> {
             // Relaxed: under the writer lock; readers are ordered by the gate.
             return inline.fetch_and(!bit, Ordering::Relaxed) & bit != 0;
         }
-        // SAFETY: the writer lock is held.
+        // SAFETY: the writer is pinned for its lifetime (`Writer::new`).
         let chunks = unsafe { deref(&self.view.payload.chunks) };
         let before = chunks.map_or(0, |c| c.get(word - INLINE_WORDS));
         chunks

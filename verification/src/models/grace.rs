@@ -96,7 +96,12 @@ fn with_state<T>(f: impl FnOnce(&mut State) -> T) -> T {
     STATE.with(|s| f(&mut s.borrow_mut()))
 }
 
-impl Reclaim for GraceReclaim {
+// SAFETY: (1) `GraceGuard`'s field is private and only `pin` builds it;
+// (2) deferred work waits for every pin active at `defer`; (3) `pin` and
+// `defer` fence SeqCst (module docs); (4) `wait_for_pinned_threads` waits
+// until no pin is active. A checker's specification of the contract, run
+// only inside a model.
+unsafe impl Reclaim for GraceReclaim {
     type Guard = GraceGuard;
     const NAME: &'static str = "grace";
 
