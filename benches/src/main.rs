@@ -2,7 +2,11 @@
 //! every compiled strategy and the global-lock baseline; `gen` records a
 //! workload's event stream as JSON lines.
 
-use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
+use clap::parser::ValueSource;
+use clap::{
+    ArgGroup, ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum,
+};
+use crtc_bench::compare::validate::{applicable_flags, prepare_dir, prepare_file};
 use crtc_bench::compare::{self, CompareError, CompareOptions, Mode, Source};
 use crtc_verification::workload::jsonl::write_jsonl;
 use std::io::{IsTerminal, Write};
@@ -69,6 +73,11 @@ struct SourceArgs {
     /// 4096).
     #[arg(long, value_name = "BLOCKS")]
     capacity: Option<usize>,
+    /// Accept an event file whose external hashes break the chaining rule
+    /// (see the README); the reference model's verdicts then do not apply
+    /// and are not computed.
+    #[arg(long)]
+    unchained: bool,
 }
 
 #[derive(Args, Debug)]
@@ -109,9 +118,8 @@ struct CompareArgs {
     /// Write the evaluation files into DIR (e.g. papers/results): markdown
     /// tables, JSON and charts for the agentx and chat presets and the
     /// Mooncake trace (--trace, default ../shared/traces/mooncake_synthetic.jsonl;
-    /// skipped with a note when absent), plus targets.md. --workload and
-    /// --events are ignored.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["json", "plots"])]
+    /// skipped with a note when absent), plus targets.md.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["json", "plots", "workload", "events"])]
     paper: Option<PathBuf>,
 }
 
@@ -138,6 +146,7 @@ impl SourceArgs {
             scale: self.scale,
             workers: self.workers,
             capacity: self.capacity,
+            unchained: self.unchained,
             argv: std::env::args_os()
                 .map(|a| a.to_string_lossy().into_owned())
                 .collect(),
@@ -179,6 +188,32 @@ fn complain(text: &str) {
     let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
 
+/// Why a command stopped: a usage error (exit 2: a flag, its value or an
+/// output path) or a failure while loading or running (exit 1).
+enum Failure {
+    Usage(CompareError),
+    Run(CompareError),
+}
+
+impl From<CompareError> for Failure {
+    fn from(error: CompareError) -> Self {
+        Failure::Run(error)
+    }
+}
+
+fn usage<T>(result: Result<T, CompareError>) -> Result<T, Failure> {
+    result.map_err(Failure::Usage)
+}
+
+/// Whether `flag` (a long name) was typed on the command line of `matches`.
+fn given(matches: &ArgMatches) -> impl Fn(&str) -> bool + '_ {
+    |flag| {
+        matches
+            .try_get_raw(flag)
+            .is_ok_and(|_| matches.value_source(flag) == Some(ValueSource::CommandLine))
+    }
+}
+
 fn write_file(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
@@ -199,15 +234,17 @@ fn exit_code(failures: &[String]) -> ExitCode {
     ExitCode::from(1)
 }
 
-fn run_paper(args: &CompareArgs, dir: &Path) -> Result<ExitCode, CompareError> {
-    let options = compare_options(args)?;
-    compare::validate(&options)?;
+fn run_paper(
+    options: &CompareOptions,
+    args: &CompareArgs,
+    dir: &Path,
+) -> Result<ExitCode, Failure> {
     let trace = args
         .source
         .trace
         .clone()
         .unwrap_or_else(|| PathBuf::from(compare::paper::DEFAULT_TRACE));
-    let reports = compare::paper::write_paper(&options, dir, &trace, say)?;
+    let reports = compare::paper::write_paper(options, dir, &trace, say)?;
     let failures: Vec<String> = reports
         .iter()
         .flat_map(|(stem, r)| r.failures.iter().map(move |f| format!("{stem}: {f}")))
@@ -215,11 +252,36 @@ fn run_paper(args: &CompareArgs, dir: &Path) -> Result<ExitCode, CompareError> {
     Ok(exit_code(&failures))
 }
 
-fn run_compare(args: &CompareArgs) -> Result<ExitCode, CompareError> {
-    if let Some(dir) = &args.paper {
-        return run_paper(args, dir);
-    }
+/// Every check of a compare command line that needs no input file.
+fn compare_usage(args: &CompareArgs, matches: &ArgMatches) -> Result<CompareOptions, CompareError> {
     let options = compare_options(args)?;
+    compare::validate(&options)?;
+    // --paper runs the presets and the trace, so preset flags apply.
+    let runs = match &args.paper {
+        Some(_) => CompareOptions {
+            source: Source::Preset("agentx".to_owned()),
+            ..options.clone()
+        },
+        None => options.clone(),
+    };
+    applicable_flags(&runs, given(matches))?;
+    if let Some(path) = &args.json {
+        prepare_file("--json", path)?;
+    }
+    if let Some(dir) = &args.plots {
+        prepare_dir("--plots", dir)?;
+    }
+    if let Some(dir) = &args.paper {
+        prepare_dir("--paper", dir)?;
+    }
+    Ok(options)
+}
+
+fn run_compare(args: &CompareArgs, matches: &ArgMatches) -> Result<ExitCode, Failure> {
+    let options = usage(compare_usage(args, matches))?;
+    if let Some(dir) = &args.paper {
+        return run_paper(&options, args, dir);
+    }
     let report = compare::run(&options)?;
     say(&report.render());
     if let Some(path) = &args.json {
@@ -234,9 +296,11 @@ fn run_compare(args: &CompareArgs) -> Result<ExitCode, CompareError> {
     Ok(exit_code(&report.failures))
 }
 
-fn run_gen(args: &GenArgs) -> Result<ExitCode, CompareError> {
+fn run_gen(args: &GenArgs, matches: &ArgMatches) -> Result<ExitCode, Failure> {
     let options = args.source.options();
-    compare::validate(&options)?;
+    usage(compare::validate(&options))?;
+    usage(applicable_flags(&options, given(matches)))?;
+    usage(prepare_file("--out", &args.out))?;
     let workload = compare::load_workload(&options)?;
     write_file(&args.out, |mut out| write_jsonl(&workload, &mut out))?;
     say(&format!(
@@ -250,17 +314,34 @@ fn run_gen(args: &GenArgs) -> Result<ExitCode, CompareError> {
 }
 
 fn main() -> ExitCode {
-    // No subcommand means `compare` with its defaults.
-    let command = Cli::parse()
-        .command
-        .or_else(|| Cli::try_parse_from(["crtc", "compare"]).ok()?.command);
-    let result = match &command {
-        Some(Command::Compare(args)) => run_compare(args),
-        Some(Command::Gen(args)) => run_gen(args),
-        None => Err(CompareError("no command".to_owned())),
+    // No subcommand means `compare` with its defaults. Clap itself exits 2
+    // on a flag it cannot parse.
+    let mut matches = Cli::command().get_matches();
+    if matches.subcommand().is_none() {
+        matches = Cli::command().get_matches_from(["crtc", "compare"]);
+    }
+    let result = match (Cli::from_arg_matches(&matches), matches.subcommand()) {
+        (
+            Ok(Cli {
+                command: Some(Command::Compare(args)),
+            }),
+            Some((_, sub)),
+        ) => run_compare(&args, sub),
+        (
+            Ok(Cli {
+                command: Some(Command::Gen(args)),
+            }),
+            Some((_, sub)),
+        ) => run_gen(&args, sub),
+        (Err(e), _) => Err(Failure::Usage(CompareError(e.to_string()))),
+        _ => Err(Failure::Usage(CompareError("no command".to_owned()))),
     };
-    result.unwrap_or_else(|e| {
-        complain(&format!("error: {e}\n"));
-        ExitCode::from(2)
+    result.unwrap_or_else(|failure| {
+        let (error, code) = match failure {
+            Failure::Usage(e) => (e, 2),
+            Failure::Run(e) => (e, 1),
+        };
+        complain(&format!("error: {error}\n"));
+        ExitCode::from(code)
     })
 }

@@ -18,7 +18,7 @@
 //! forced, never per event.
 
 use crate::tree::node::Node;
-use crate::types::{ExternalSequenceBlockHash, WorkerWithDpRank};
+use crate::types::{ExternalSequenceBlockHash, KvError, WorkerWithDpRank};
 use crtc_strategies::sync::atomic::{AtomicU64, Ordering};
 use crtc_strategies::sync::Arc;
 use crtc_strategies::{AppendMiss, ShapeGate};
@@ -317,6 +317,8 @@ pub struct LaneCounters {
     pub clears: Counter,
     /// Events rejected with an error.
     pub errors: Counter,
+    /// Events rejected, per [`Refusal`] reason (they sum to `errors`).
+    pub refusals: [Counter; Refusal::ALL.len()],
     /// Stores the decode fast path applied.
     pub fast_path_hits: Counter,
     /// Stores the fast path declined, per [`AppendMiss`] reason.
@@ -329,7 +331,66 @@ pub struct LaneCounters {
     pub restarts: Counter,
 }
 
+/// Why the tree refused an event (the kinds of [`KvError`] a lane returns).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Refusal {
+    /// A store named a parent its rank does not hold.
+    ParentNotFound,
+    /// A removal for a rank the lane has never seen.
+    BlockNotFound,
+    /// No rank slot was left for a new rank.
+    SlotsExhausted,
+    /// A store without blocks.
+    EmptyStore,
+    /// Any other error.
+    Other,
+}
+
+impl Refusal {
+    /// Every reason, in counter order.
+    pub const ALL: [Refusal; 5] = [
+        Refusal::ParentNotFound,
+        Refusal::BlockNotFound,
+        Refusal::SlotsExhausted,
+        Refusal::EmptyStore,
+        Refusal::Other,
+    ];
+
+    /// The reason for `error`.
+    pub fn of(error: &KvError) -> Self {
+        match error {
+            KvError::ParentBlockNotFound { .. } => Refusal::ParentNotFound,
+            KvError::BlockNotFound { .. } => Refusal::BlockNotFound,
+            KvError::CapacityExhausted { .. } => Refusal::SlotsExhausted,
+            KvError::EmptyStore { .. } => Refusal::EmptyStore,
+            _ => Refusal::Other,
+        }
+    }
+
+    /// A snake_case name for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Refusal::ParentNotFound => "parent_not_found",
+            Refusal::BlockNotFound => "block_not_found",
+            Refusal::SlotsExhausted => "slots_exhausted",
+            Refusal::EmptyStore => "empty_store",
+            Refusal::Other => "other",
+        }
+    }
+
+    /// Its position in [`LaneCounters::refusals`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
 impl LaneCounters {
+    /// Counts a refused event under its reason.
+    pub fn refuse(&self, error: &KvError) {
+        self.errors.add(1);
+        self.refusals[Refusal::of(error).index()].add(1);
+    }
+
     /// Fast-path misses for `reason`.
     pub fn misses(&self, reason: AppendMiss) -> u64 {
         self.fast_path_misses[reason.index()].get()

@@ -32,7 +32,7 @@ mod slots;
 mod store;
 mod sweep;
 
-pub use lane::{Counter, Lane, LaneCounters, NodeId, Tally};
+pub use lane::{Counter, Lane, LaneCounters, NodeId, Refusal, Tally};
 pub use store::StoreOutcome;
 pub use sweep::{ReclaimConfig, SweepClaim, SweepReason, SweepStats, SweepTrigger, FOLD_THRESHOLD};
 
@@ -173,7 +173,7 @@ impl<G: ShapeGate> Tree<G> {
             }
             Ok(EventOutcome::Removed) => counters.removals.add(1),
             Ok(EventOutcome::Cleared) => counters.clears.add(1),
-            Err(_) => counters.errors.add(1),
+            Err(error) => counters.refuse(error),
         }
         self.fold_tally(lane, false);
         result

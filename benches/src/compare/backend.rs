@@ -8,7 +8,7 @@
 
 use super::measure::{nanos, CpuClock, ThreadCpu};
 use crtc::indexer::{Indexer, IndexerConfig};
-use crtc::tree::{LaneCounters, TreeConfig};
+use crtc::tree::{LaneCounters, Refusal, TreeConfig};
 use crtc::types::{LocalBlockHash, OverlapScores, RouterEvent, WorkerId};
 use crtc_strategies::sync::Arc;
 use crtc_strategies::ShapeGate;
@@ -23,6 +23,9 @@ pub struct BackendStats {
     pub stores: u64,
     /// Events rejected with an error.
     pub errors: u64,
+    /// Rejected events per reason, indexed by [`Refusal::index`] (a backend
+    /// that cannot tell reasons counts them all as [`Refusal::Other`]).
+    pub refusals: [u64; Refusal::ALL.len()],
     /// Stores the decode fast path applied (`None`: no fast path).
     pub fast_path_hits: Option<u64>,
     /// CPU nanoseconds of the lane threads (see [`BackendStats::cpu_clock`]).
@@ -140,6 +143,7 @@ impl<G: ShapeGate> Backend for IndexerBackend<G> {
             applied: self.applied(),
             stores: self.sum(|c| c.stores.get()),
             errors: self.sum(|c| c.errors.get()),
+            refusals: Refusal::ALL.map(|r| self.sum(|c| c.refusals[r.index()].get())),
             fast_path_hits: Some(self.sum(|c| c.fast_path_hits.get())),
             cpu_ns,
             cpu_clock,

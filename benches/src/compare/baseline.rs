@@ -23,6 +23,7 @@
 
 use super::backend::{Backend, BackendStats};
 use super::measure::ThreadCpu;
+use crtc::tree::Refusal;
 use crtc::types::{
     ExternalSequenceBlockHash, KvCacheEventData, KvError, LocalBlockHash, OverlapScores,
     RouterEvent, WorkerId, WorkerWithDpRank,
@@ -280,6 +281,7 @@ struct LaneCount {
     applied: AtomicU64,
     stores: AtomicU64,
     errors: AtomicU64,
+    refusals: [AtomicU64; Refusal::ALL.len()],
 }
 
 struct LaneHandle {
@@ -316,7 +318,10 @@ fn run_lane(tree: Arc<Mutex<BaselineTree>>, tasks: Receiver<Task>, count: Arc<La
                         bump(&count.stores)
                     }
                     Ok(()) => {}
-                    Err(_) => bump(&count.errors),
+                    Err(error) => {
+                        bump(&count.errors);
+                        bump(&count.refusals[Refusal::of(&error).index()]);
+                    }
                 }
                 bump(&count.applied);
             }
@@ -338,6 +343,7 @@ impl GlobalLockIndexer {
                     applied: AtomicU64::new(0),
                     stores: AtomicU64::new(0),
                     errors: AtomicU64::new(0),
+                    refusals: Refusal::ALL.map(|_| AtomicU64::new(0)),
                 });
                 let (tasks, receiver) = channel();
                 let (shared, counted) = (Arc::clone(&tree), Arc::clone(&count));
@@ -422,6 +428,7 @@ impl Backend for GlobalLockIndexer {
             applied: self.applied(),
             stores: self.sum(|c| &c.stores),
             errors: self.sum(|c| &c.errors),
+            refusals: Refusal::ALL.map(|r| self.sum(|c| &c.refusals[r.index()])),
             fast_path_hits: None,
             cpu_ns,
             cpu_clock,

@@ -8,8 +8,9 @@
 //! in a router) and calls `flush`; the elapsed time ends when the flush
 //! returns. Readers wait until the lanes applied a first event, then loop
 //! over the lookup list from staggered positions, time each call, and stop
-//! once the issuer is done; they keep the latest [`MAX_SAMPLES`] timings
-//! each. As in upstream's overloaded replay, lookups run against a tree that
+//! once the issuer is done; together they keep at most
+//! [`SAMPLE_BUDGET_BYTES`] of timings (the latest ones, a ring per reader),
+//! however many readers or lookups there are. As in upstream's overloaded replay, lookups run against a tree that
 //! is still growing, so read cost is understated compared with keep-up mode.
 
 use super::backend::{Backend, BackendStats};
@@ -21,8 +22,14 @@ use crtc_strategies::sync::Arc;
 use indicatif::ProgressBar;
 use std::time::{Duration, Instant};
 
-/// Most read timings one reader keeps (a ring of the latest ones).
-pub const MAX_SAMPLES: usize = 1 << 22;
+/// Memory all readers of one run may fill with timings: 32 MiB, 4 Mi
+/// timings shared among the readers.
+pub const SAMPLE_BUDGET_BYTES: usize = 32 << 20;
+
+/// Timings one of `readers` readers keeps (at least one).
+pub fn samples_per_reader(readers: usize) -> usize {
+    (SAMPLE_BUDGET_BYTES / std::mem::size_of::<u64>() / readers.max(1)).max(1)
+}
 
 /// Lead time before the common start instant.
 const START_DELAY: Duration = Duration::from_millis(10);
@@ -45,6 +52,7 @@ fn read_loop(
     first: usize,
     start: Instant,
     stop: Arc<AtomicBool>,
+    keep: usize,
 ) -> (Vec<u64>, u64) {
     let mut samples = Vec::new();
     if queries.is_empty() {
@@ -61,10 +69,10 @@ fn read_loop(
     // Acquire: pairs with the issuer's Release once the drain is over.
     while !stop.load(Ordering::Acquire) {
         let ns = timed_lookup(&*backend, &queries[next]);
-        if samples.len() < MAX_SAMPLES {
+        if samples.len() < keep {
             samples.push(ns);
         } else {
-            samples[taken % MAX_SAMPLES] = ns;
+            samples[taken % keep] = ns;
         }
         taken += 1;
         next = (next + 1) % queries.len();
@@ -83,6 +91,7 @@ pub fn run(
     let ops = plan.ops.clone();
     let stop = Arc::new(AtomicBool::new(false));
     let start = Instant::now() + START_DELAY;
+    let keep = samples_per_reader(readers);
     let handles = (0..readers)
         .map(|k| {
             let (backend, queries, stop) = (
@@ -92,7 +101,7 @@ pub fn run(
             );
             let first = k * plan.queries.len() / readers.max(1);
             spawn(format!("crtc-reader-{k}"), move || {
-                read_loop(backend, queries, first, start, stop)
+                read_loop(backend, queries, first, start, stop, keep)
             })
         })
         .collect::<Result<Vec<_>, String>>();
@@ -139,13 +148,17 @@ pub fn run(
 pub const READ_ONLY_MIN: u64 = 20_000;
 /// Most lookups of a read-only pass.
 pub const READ_ONLY_MAX: u64 = 2_000_000;
+/// Longest a read-only pass runs, whatever its count: a stream of very long
+/// lookups ends the pass by time, with fewer timings.
+pub const READ_ONLY_TIME: Duration = Duration::from_secs(2);
 
 /// The read-only reference for a capacity run: `readers` threads loop
 /// `find_matches` over the same lookups, from the same staggered positions,
 /// on the drained final tree with no writer running. Together they take
 /// `lookups` timings, clamped to at least one pass and [`READ_ONLY_MIN`]
-/// and at most [`READ_ONLY_MAX`]. Returns the timings (ns), unsorted; empty
-/// when there are no readers or no lookups.
+/// and at most [`READ_ONLY_MAX`], and each stops early at
+/// [`READ_ONLY_TIME`]. Returns the timings (ns), unsorted; empty when there
+/// are no readers or no lookups.
 pub fn read_only(
     backend: &Arc<dyn Backend>,
     plan: &Plan,
@@ -161,6 +174,7 @@ pub fn read_only(
         .clamp(READ_ONLY_MIN, READ_ONLY_MAX);
     let each = total.div_ceil(readers as u64) as usize;
     let start = Instant::now() + START_DELAY;
+    let deadline = start + READ_ONLY_TIME;
     let handles = (0..readers)
         .map(|k| {
             let (backend, queries) = (Arc::clone(backend), Arc::clone(queries));
@@ -168,7 +182,10 @@ pub fn read_only(
             spawn(format!("crtc-reader-{k}"), move || {
                 sleep_until(start);
                 (0..each)
-                    .map(|i| timed_lookup(&*backend, &queries[(first + i) % queries.len()]))
+                    .map_while(|i| {
+                        (Instant::now() < deadline)
+                            .then(|| timed_lookup(&*backend, &queries[(first + i) % queries.len()]))
+                    })
                     .collect::<Vec<u64>>()
             })
         })

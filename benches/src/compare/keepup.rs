@@ -2,7 +2,8 @@
 //!
 //! Protocol. Write `i` (in stream order) is due at `start + i / rate`; a
 //! lookup is due with the first write that follows it in the stream. Only
-//! operations due inside the window are issued. The issuer sleeps until the
+//! operations due inside the window are issued, and the run ends with the
+//! window or with the last write when the stream ends first. The issuer sleeps until the
 //! next deadline, then enqueues every write already due (absolute deadlines,
 //! so a late wake-up issues a batch and never shifts the schedule). Each of
 //! the `readers` threads owns every `readers`-th lookup, waits for its
@@ -174,7 +175,14 @@ pub fn run(
         }
         progress.set_position(now.saturating_duration_since(start).as_millis() as u64);
     }
-    sleep_until(window_end);
+    // The run ends with the window, or with the stream when it runs out
+    // first (an empty stream ends at once instead of idling the window).
+    let end = if writes < plan.ops.len() {
+        window_end
+    } else {
+        window_end.min(schedule.due(start, writes))
+    };
+    sleep_until(end);
     let applied_in_window = backend.applied();
     drop(samples);
     backend.flush();

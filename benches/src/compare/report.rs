@@ -4,11 +4,13 @@
 use super::crosscheck::CrossCheck;
 use super::measure::{CpuClock, Machine};
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// Every key a JSON row carries (the schema of `--json`; extra diagnostic
 /// keys follow these).
-pub const ROW_KEYS: [&str; 21] = [
+pub const ROW_KEYS: [&str; 22] = [
+    "rejected",
     "strategy",
     "fast_path",
     "mode",
@@ -100,6 +102,8 @@ pub struct Row {
     pub bytes_per_node_membership: Option<f64>,
     /// Events the lanes rejected.
     pub rejected_events: u64,
+    /// Rejected events per reason (reasons with none left out).
+    pub rejected: BTreeMap<String, u64>,
     /// Wall time of the measured part, seconds.
     pub elapsed_s: f64,
     /// Where `cpu_ns_per_event` was read.
@@ -204,6 +208,18 @@ fn rate(value: Option<f64>) -> String {
         Some(v) if v >= 1e3 => format!("{:.1}k", v / 1e3),
         Some(v) => format!("{v:.0}"),
     }
+}
+
+/// Refused events by reason, "0" when none: `4464 slots_exhausted`.
+fn rejected(by_reason: &BTreeMap<String, u64>) -> String {
+    if by_reason.is_empty() {
+        return "0".to_owned();
+    }
+    let parts: Vec<String> = by_reason
+        .iter()
+        .map(|(reason, n)| format!("{n} {reason}"))
+        .collect();
+    parts.join(", ")
 }
 
 fn int(value: Option<u64>) -> String {
@@ -380,6 +396,7 @@ impl Report {
             "bytes/membership",
             "overcounts",
             "undercounts",
+            "rejected",
         ];
         let rows: Vec<Vec<String>> = self
             .rows
@@ -399,6 +416,7 @@ impl Report {
                     float(r.bytes_per_membership, 1),
                     int(r.overcounts),
                     int(r.undercounts),
+                    rejected(&r.rejected),
                 ]
             })
             .collect();
@@ -505,6 +523,7 @@ mod tests {
             hole_undercounts: None,
             bytes_per_node_membership: None,
             rejected_events: 0,
+            rejected: BTreeMap::new(),
             elapsed_s: 0.5,
             cpu_clock: CpuClock::LaneThreadsSchedstat,
             read_samples: 1,

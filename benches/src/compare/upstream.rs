@@ -25,6 +25,7 @@
 use super::backend::{Backend, BackendStats};
 use super::crosscheck::SerialIndex;
 use super::measure::{nanos, ThreadCpu};
+use crtc::tree::Refusal;
 use crtc::types::{
     KvCacheEventData, LocalBlockHash, OverlapScores, RouterEvent, WorkerId, WorkerWithDpRank,
 };
@@ -215,10 +216,13 @@ impl Backend for UpstreamBackend {
 
     fn stats(&self) -> BackendStats {
         let (cpu_ns, cpu_clock) = self.cpu.read_threads(&self.lanes);
+        let errors = self.count(&KINDS, &ERROR_STATUSES);
         BackendStats {
             applied: self.applied(),
             stores: self.count(&[METRIC_EVENT_STORED], &[METRIC_STATUS_OK]),
-            errors: self.count(&KINDS, &ERROR_STATUSES),
+            errors,
+            // Upstream's metrics do not name the reason.
+            refusals: Refusal::ALL.map(|r| if r == Refusal::Other { errors } else { 0 }),
             fast_path_hits: None,
             cpu_ns,
             cpu_clock,
