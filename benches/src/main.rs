@@ -205,12 +205,14 @@ fn usage<T>(result: Result<T, CompareError>) -> Result<T, Failure> {
     result.map_err(Failure::Usage)
 }
 
-/// Whether `flag` (a long name) was typed on the command line of `matches`.
+/// Whether `flag` (a long name; its clap id has `_` for `-`) was typed on
+/// the command line of `matches`.
 fn given(matches: &ArgMatches) -> impl Fn(&str) -> bool + '_ {
     |flag| {
+        let id = flag.replace('-', "_");
         matches
-            .try_get_raw(flag)
-            .is_ok_and(|_| matches.value_source(flag) == Some(ValueSource::CommandLine))
+            .try_get_raw(&id)
+            .is_ok_and(|_| matches.value_source(&id) == Some(ValueSource::CommandLine))
     }
 }
 
