@@ -295,62 +295,66 @@ impl<R: Reclaim> EpochGate<R> {
     }
 
     /// Publishes what a finished writer drafted, in the order the module
-    /// docs require: snapshot pointer, then the shared buffer's length. Only
-    /// a replaced snapshot needs a pin (to retire it); `cur` is not used
-    /// after this call.
-    fn publish(&self, cur: &Snapshot, publish: Publish) {
-        match publish {
-            Publish::Nothing => {}
-            Publish::Length(len) => {
+    /// docs require: snapshot pointer, then the shared buffer's length.
+    /// Returns the replaced snapshot for the caller to retire with
+    /// [`Self::retire`] once nothing borrows it: a reclaimer may free it
+    /// inside the retire (seize does when no other thread is active), and
+    /// `cur` stays borrowed until this call returns.
+    #[must_use]
+    fn publish(&self, cur: &Snapshot, publish: Publish) -> Option<Retired> {
+        let Publish::Snapshot {
+            next,
+            length,
+            replaced_buffer,
+        } = publish
+        else {
+            if let Publish::Length(len) = publish {
                 cur.edge.publish(len);
             }
-            Publish::Snapshot {
-                next,
-                length,
-                replaced_buffer,
-            } => {
-                // Relaxed: only mutex holders store the pointer. The raw
-                // pointer (not `cur`, a shared borrow) is what may free the
-                // box: it carries the provenance of `Box::into_raw`.
-                let raw = self.snap.load(Ordering::Relaxed);
-                debug_assert!(std::ptr::eq(raw, cur), "the mutex holder's snapshot");
-                let retire = || {
-                    let old = Retired {
-                        snap: raw,
-                        bytes: cur.bytes(),
-                    };
-                    RETIRED_SNAPSHOT_BYTES.add(old.bytes);
-                    // SAFETY: `raw` is the published box (see above); it is
-                    // retired once, after the store below unpublished it
-                    // (except under the mutant, broken on purpose), and `R`
-                    // runs this after the grace period.
-                    R::defer(&R::pin(), move || unsafe { old.free() });
-                };
-                // Mutant (broken on purpose): retires the snapshot while it
-                // is still the published one.
-                let retire_first = mutant!(EpochRetireBeforeUnlink);
-                if retire_first {
-                    retire();
-                }
-                // Release: a reader that loads the new snapshot sees its
-                // coverage and every pair below its length. (Mutant: Relaxed.)
-                let order = if mutant!(EpochRelaxedPublish) {
-                    Ordering::Relaxed
-                } else {
-                    Ordering::Release
-                };
-                self.snap.store(Box::into_raw(next), order);
-                if replaced_buffer {
-                    cur.edge.mark_retired();
-                }
-                if let Some(len) = length {
-                    cur.edge.publish(len);
-                }
-                if !retire_first {
-                    retire();
-                }
-            }
+            return None;
+        };
+        // Relaxed: only mutex holders store the pointer. The raw pointer
+        // (not `cur`, a shared borrow) is what may free the box: it carries
+        // the provenance of `Box::into_raw`.
+        let raw = self.snap.load(Ordering::Relaxed);
+        debug_assert!(std::ptr::eq(raw, cur), "the mutex holder's snapshot");
+        let mut old = Some(Retired {
+            snap: raw,
+            bytes: cur.bytes(),
+        });
+        if mutant!(EpochRetireBeforeUnlink) {
+            // SAFETY: violated on purpose (a negative control for the
+            // checkers): the snapshot is still the published one.
+            unsafe { Self::retire(old.take()) };
         }
+        // Release: a reader that loads the new snapshot sees its coverage
+        // and every pair below its length. (Mutant: Relaxed.)
+        let order = if mutant!(EpochRelaxedPublish) {
+            Ordering::Relaxed
+        } else {
+            Ordering::Release
+        };
+        self.snap.store(Box::into_raw(next), order);
+        if replaced_buffer {
+            cur.edge.mark_retired();
+        }
+        if let Some(len) = length {
+            cur.edge.publish(len);
+        }
+        old
+    }
+
+    /// Retires a snapshot `publish` replaced.
+    ///
+    /// # Safety
+    /// `old` came from `publish`, which unpublished it; nothing borrows it
+    /// any more; it is retired once.
+    unsafe fn retire(old: Option<Retired>) {
+        let Some(old) = old else { return };
+        RETIRED_SNAPSHOT_BYTES.add(old.bytes);
+        // SAFETY: the caller's contract, and `R` runs this only after every
+        // reader that could have loaded the snapshot has unpinned.
+        R::defer(&R::pin(), move || unsafe { old.free() });
     }
 
     /// A writer section: validate, draft with `f`, publish, bump the plan
@@ -370,7 +374,9 @@ impl<R: Reclaim> EpochGate<R> {
         let cur = self.locked(&lock);
         let mut writer = Writer::new(cur);
         let (value, shape_changed) = f(&mut writer);
-        self.publish(cur, writer.finish());
+        let replaced = self.publish(cur, writer.finish());
+        // SAFETY: `publish` unpublished it, and `cur` is not used again.
+        unsafe { Self::retire(replaced) };
         if shape_changed {
             self.bump_plan();
         }
@@ -466,7 +472,9 @@ unsafe impl<R: Reclaim> ShapeGate for EpochGate<R> {
         } else {
             writer.push_blocks(blocks);
         }
-        self.publish(cur, writer.finish());
+        let replaced = self.publish(cur, writer.finish());
+        // SAFETY: `publish` unpublished it, and `cur` is not used again.
+        unsafe { Self::retire(replaced) };
         if !mutant!(EpochAppendWithoutPlanBump) {
             self.bump_plan();
         }
