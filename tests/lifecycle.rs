@@ -6,7 +6,7 @@
 
 mod suite;
 
-use crtc::tree::ReclaimConfig;
+use crtc::tree::SweepPolicy;
 use crtc::types::{ExternalSequenceBlockHash, LocalBlockHash, RouterEvent, WorkerWithDpRank};
 use crtc::{Lane, Tree, TreeConfig};
 use crtc_strategies::sync::atomic::{AtomicBool, Ordering};
@@ -30,10 +30,10 @@ fn park_pinned<G: ShapeGate>() -> (Sender<()>, thread::JoinHandle<()>) {
     (release, handle)
 }
 
-fn config(fast_path: bool, reclaim: ReclaimConfig) -> TreeConfig {
+fn config(fast_path: bool, sweep: SweepPolicy) -> TreeConfig {
     TreeConfig {
         fast_path,
-        reclaim,
+        sweep,
         ..TreeConfig::default()
     }
 }
@@ -102,8 +102,8 @@ macro_rules! lifecycle {
             use super::*;
             type G = $gate;
 
-            fn fixture(lanes: usize, reclaim: ReclaimConfig) -> Fixture<G> {
-                Fixture::with_config(config(true, reclaim), lanes)
+            fn fixture(lanes: usize, sweep: SweepPolicy) -> Fixture<G> {
+                Fixture::with_config(config(true, sweep), lanes)
             }
 
             include!("lifecycle/slots.rs");

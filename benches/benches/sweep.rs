@@ -15,7 +15,7 @@ mod common;
 
 use common::{every_gate, gate_label};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use crtc::tree::ReclaimConfig;
+use crtc::tree::SweepPolicy;
 use crtc::types::{RouterEvent, WorkerWithDpRank};
 use crtc::{Tree, TreeConfig};
 use crtc_strategies::ShapeGate;
@@ -37,7 +37,7 @@ const KEEPER: WorkerWithDpRank = WorkerWithDpRank::new(2, 0);
 /// A tree with `fanout` dead leaves under one internal node.
 fn build<G: ShapeGate>(fanout: u64) -> Tree<G> {
     let tree = Tree::<G>::new(TreeConfig {
-        reclaim: ReclaimConfig::disabled(),
+        sweep: SweepPolicy::disabled(),
         ..TreeConfig::default()
     });
     let mut lane = tree.new_lane();

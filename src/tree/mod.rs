@@ -34,7 +34,7 @@ mod sweep;
 
 pub use lane::{Counter, Lane, LaneCounters, NodeId, Refusal, Tally};
 pub use store::StoreOutcome;
-pub use sweep::{ReclaimConfig, SweepClaim, SweepReason, SweepStats, SweepTrigger, FOLD_THRESHOLD};
+pub use sweep::{SweepClaim, SweepPolicy, SweepReason, SweepStats, SweepTrigger, FOLD_THRESHOLD};
 
 use crate::types::{KvCacheEventData, KvError, RouterEvent, WorkerId, WorkerWithDpRank};
 use crtc_strategies::sync::Arc;
@@ -51,7 +51,7 @@ pub struct TreeConfig {
     /// Most rank slots the tree issues (at most 65,536; see `slots` for why).
     pub slot_capacity: usize,
     /// When stale-leaf sweeps are scheduled.
-    pub reclaim: ReclaimConfig,
+    pub sweep: SweepPolicy,
 }
 
 impl Default for TreeConfig {
@@ -59,7 +59,7 @@ impl Default for TreeConfig {
         Self {
             fast_path: true,
             slot_capacity: crtc_strategies::MAX_SLOTS,
-            reclaim: ReclaimConfig::default(),
+            sweep: SweepPolicy::default(),
         }
     }
 }
@@ -125,7 +125,7 @@ impl<G: ShapeGate> Tree<G> {
             root: Arc::new(Node::root()),
             anchors: anchor::Anchors::default(),
             slots: SlotRegistry::new(config.slot_capacity),
-            trigger: SweepTrigger::new(config.reclaim.clone()),
+            trigger: SweepTrigger::new(config.sweep.clone()),
             created: Instant::now(),
             config,
         }

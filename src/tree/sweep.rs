@@ -65,9 +65,11 @@ pub const FOLD_THRESHOLD: i64 = 1024;
 /// Parents a sweep visits before it re-pins.
 const SWEEP_REPIN: usize = 64;
 
-/// Stale-leaf reclamation settings.
+/// When stale-leaf sweeps run: by volume (dead blocks against live ones),
+/// by a timer, both, or never. This schedules the sweep that unlinks
+/// holder-less leaves; freeing unlinked nodes is the reclaimer's job.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ReclaimConfig {
+pub struct SweepPolicy {
     /// Schedule sweeps by volume (dead blocks against live ones).
     pub volume: bool,
     /// Fewest dead blocks that make a volume sweep due.
@@ -78,7 +80,7 @@ pub struct ReclaimConfig {
     pub timer: Option<Duration>,
 }
 
-impl Default for ReclaimConfig {
+impl Default for SweepPolicy {
     fn default() -> Self {
         Self {
             volume: true,
@@ -89,7 +91,7 @@ impl Default for ReclaimConfig {
     }
 }
 
-impl ReclaimConfig {
+impl SweepPolicy {
     /// Sweeps as soon as one block is dead, with no gap (tests, soaks).
     pub fn eager() -> Self {
         Self {
@@ -157,7 +159,7 @@ pub struct SweepStats {
 /// be checked with a fixed clock.
 #[derive(Debug)]
 pub struct SweepTrigger {
-    config: ReclaimConfig,
+    config: SweepPolicy,
     linked: AtomicI64,
     dead: AtomicI64,
     in_flight: AtomicBool,
@@ -172,7 +174,7 @@ fn micros(d: Duration) -> u64 {
 
 impl SweepTrigger {
     /// A trigger with empty estimates whose clock starts at 0.
-    pub fn new(config: ReclaimConfig) -> Self {
+    pub fn new(config: SweepPolicy) -> Self {
         Self {
             config,
             linked: AtomicI64::new(0),
@@ -185,7 +187,7 @@ impl SweepTrigger {
     }
 
     /// The settings.
-    pub fn config(&self) -> &ReclaimConfig {
+    pub fn config(&self) -> &SweepPolicy {
         &self.config
     }
 
@@ -534,7 +536,7 @@ mod tests {
     use super::*;
 
     fn trigger(floor: u64, gap_ms: u64, timer_ms: Option<u64>) -> SweepTrigger {
-        SweepTrigger::new(ReclaimConfig {
+        SweepTrigger::new(SweepPolicy {
             volume: true,
             dead_floor: floor,
             min_gap: Duration::from_millis(gap_ms),
@@ -551,7 +553,7 @@ mod tests {
         assert!(!t.volume_ready(), "10 dead < 90 live / 8");
         t.add(0, 1);
         assert!(t.volume_ready(), "11 dead >= 89 live / 8");
-        assert!(!SweepTrigger::new(ReclaimConfig::disabled()).volume_ready());
+        assert!(!SweepTrigger::new(SweepPolicy::disabled()).volume_ready());
     }
 
     #[test]

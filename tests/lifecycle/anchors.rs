@@ -10,7 +10,7 @@ fn anchor(f: &mut Fixture<G>, lane: usize, rank: WorkerWithDpRank, id: u64, dept
 
 #[test]
 fn stores_under_an_anchor_become_its_children_and_score_from_it() {
-    let mut f = fixture(1, ReclaimConfig::disabled());
+    let mut f = fixture(1, SweepPolicy::disabled());
     anchor(&mut f, 0, rank(1), 1, 10);
     f.apply(0, store_under_anchor(rank(1), anchor_id(1), &[5, 6, 7]));
     f.apply(0, store_under_anchor(rank(1), anchor_id(1), &[8]));
@@ -53,7 +53,7 @@ fn stores_under_an_anchor_become_its_children_and_score_from_it() {
 
 #[test]
 fn fast_path_declines_an_anchor_and_decode_stores_extend_the_child() {
-    let mut f = fixture(1, ReclaimConfig::disabled());
+    let mut f = fixture(1, SweepPolicy::disabled());
     anchor(&mut f, 0, rank(1), 1, 4);
     f.apply(0, store_under_anchor(rank(1), anchor_id(1), &[5]));
     let misses = f.lanes[0]
@@ -81,7 +81,7 @@ fn fast_path_declines_an_anchor_and_decode_stores_extend_the_child() {
 
 #[test]
 fn several_ranks_share_an_anchor_and_the_first_depth_stays() {
-    let mut f = fixture(2, ReclaimConfig::disabled());
+    let mut f = fixture(2, SweepPolicy::disabled());
     anchor(&mut f, 0, rank(1), 1, 8);
     anchor(&mut f, 1, rank(2), 1, 99);
     f.apply(0, store_under_anchor(rank(1), anchor_id(1), &[5, 6]));
@@ -102,7 +102,7 @@ fn several_ranks_share_an_anchor_and_the_first_depth_stays() {
 
 #[test]
 fn sweep_reclaims_dead_children_but_never_the_anchor() {
-    let mut f = fixture(1, ReclaimConfig::disabled());
+    let mut f = fixture(1, SweepPolicy::disabled());
     anchor(&mut f, 0, rank(1), 1, 3);
     f.apply(0, store_under_anchor(rank(1), anchor_id(1), &[5, 6]));
     f.apply(0, remove_under_anchor(rank(1), anchor_id(1), &[5, 6]));
@@ -126,7 +126,7 @@ fn sweep_reclaims_dead_children_but_never_the_anchor() {
 
 #[test]
 fn rank_removal_sweeps_anchors_and_their_children() {
-    let mut f = fixture(1, ReclaimConfig::disabled());
+    let mut f = fixture(1, SweepPolicy::disabled());
     anchor(&mut f, 0, rank(1), 1, 3);
     anchor(&mut f, 0, rank(2), 1, 3);
     f.apply(0, store_under_anchor(rank(1), anchor_id(1), &[5]));
@@ -148,7 +148,7 @@ fn rank_removal_sweeps_anchors_and_their_children() {
 fn anchoring_fails_closed_when_slots_run_out() {
     let config = TreeConfig {
         slot_capacity: 1,
-        ..config(true, ReclaimConfig::disabled())
+        ..config(true, SweepPolicy::disabled())
     };
     let mut f = Fixture::<G>::with_config(config, 1);
     anchor(&mut f, 0, rank(1), 1, 3);
@@ -184,7 +184,7 @@ fn anchoring_fails_closed_when_slots_run_out() {
 fn indexer_routes_anchors_to_the_rank_lane() {
     let indexer = crtc::Indexer::<G>::new(crtc::IndexerConfig {
         lanes: 2,
-        tree: config(true, ReclaimConfig::default()),
+        tree: config(true, SweepPolicy::default()),
     });
     indexer
         .apply_anchor(rank(4), anchor_id(3), LocalBlockHash(1), 16)

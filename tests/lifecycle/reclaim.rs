@@ -9,7 +9,7 @@ fn fold(f: &mut Fixture<G>) {
 
 #[test]
 fn estimates_follow_stores_evictions_and_sweeps() {
-    let mut f = fixture(1, ReclaimConfig::disabled());
+    let mut f = fixture(1, SweepPolicy::disabled());
     f.apply(0, store(1, &[], &[1, 2, 3, 4]));
     f.apply(0, store(1, &[], &[9, 10, 11, 12]));
     assert_eq!(
@@ -62,7 +62,7 @@ fn default_floor_does_not_sweep_small_trees() {
 fn volume_trigger_returns_node_count_to_baseline() {
     let indexer = crtc::Indexer::<G>::new(crtc::IndexerConfig {
         lanes: 2,
-        tree: config(true, ReclaimConfig::eager()),
+        tree: config(true, SweepPolicy::eager()),
     });
     indexer
         .apply_event_acked(store(0, &[], &[1, 2, 3]))
@@ -97,7 +97,7 @@ fn volume_trigger_returns_node_count_to_baseline() {
 
 #[test]
 fn one_sweep_in_flight_and_the_flag_is_released() {
-    let mut f = fixture(1, ReclaimConfig::eager());
+    let mut f = fixture(1, SweepPolicy::eager());
     f.apply(0, store(1, &[], &[1]));
     f.apply(0, remove(1, &[], &[1]));
     fold(&mut f);
@@ -133,7 +133,7 @@ fn one_sweep_in_flight_and_the_flag_is_released() {
 
 #[test]
 fn held_dead_leaf_is_skipped_and_reported() {
-    let mut f = fixture(1, ReclaimConfig::disabled());
+    let mut f = fixture(1, SweepPolicy::disabled());
     f.apply(0, store(1, &[], &[1, 2]));
     // Removed out of band: the lane keeps entries naming the swept node.
     f.tree.remove_worker_dp_rank(&mut [], rank(1));
@@ -148,7 +148,7 @@ fn held_dead_leaf_is_skipped_and_reported() {
 
 #[test]
 fn sweep_keeps_live_structure_and_later_stores_create_children() {
-    let mut f = fixture(2, ReclaimConfig::disabled());
+    let mut f = fixture(2, SweepPolicy::disabled());
     f.apply(0, store(1, &[], &[1, 2, 3, 4]));
     f.apply(1, store(2, &[], &[1, 2, 5]));
     f.apply(1, remove(2, &[1, 2], &[5]));
@@ -174,7 +174,7 @@ fn sweep_keeps_live_structure_and_later_stores_create_children() {
 #[test]
 fn store_racing_back_to_back_sweeps_is_never_lost() {
     use crtc_strategies::sync::atomic::AtomicU64;
-    let tree = Arc::new(Tree::<G>::new(config(true, ReclaimConfig::disabled())));
+    let tree = Arc::new(Tree::<G>::new(config(true, SweepPolicy::disabled())));
     let (stop, sweeps) = (
         Arc::new(AtomicBool::new(false)),
         Arc::new(AtomicU64::new(0)),

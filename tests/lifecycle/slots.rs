@@ -3,7 +3,7 @@
 
 #[test]
 fn clear_keeps_the_slot_and_restores_cleanly() {
-    let mut f = fixture(1, ReclaimConfig::default());
+    let mut f = fixture(1, SweepPolicy::default());
     f.apply(0, store(1, &[], &[1, 2, 3]));
     let slot = f.tree.slot_of(rank(1));
     f.apply(0, RouterEvent::cleared(rank(1)));
@@ -16,7 +16,7 @@ fn clear_keeps_the_slot_and_restores_cleanly() {
 
 #[test]
 fn stale_clear_leaves_a_recycled_slot_alone() {
-    let mut f = fixture(2, ReclaimConfig::default());
+    let mut f = fixture(2, SweepPolicy::default());
     f.apply(0, store(1, &[], &[1, 2, 3]));
     let old = f.tree.slot_of(rank(1));
     // The rank is removed out of band: its lane still knows it.
@@ -32,7 +32,7 @@ fn stale_clear_leaves_a_recycled_slot_alone() {
 
 #[test]
 fn rank_removal_and_restore_takes_a_new_slot_without_old_coverage() {
-    let mut f = fixture(2, ReclaimConfig::default());
+    let mut f = fixture(2, SweepPolicy::default());
     f.apply(0, store(1, &[], &[1, 2, 3, 4]));
     f.apply(1, store(2, &[], &[1, 2]));
     let old = f.tree.slot_of(rank(1));
@@ -53,7 +53,7 @@ fn rank_removal_and_restore_takes_a_new_slot_without_old_coverage() {
 
 #[test]
 fn whole_worker_removal_spans_lanes() {
-    let mut f = fixture(2, ReclaimConfig::default());
+    let mut f = fixture(2, SweepPolicy::default());
     f.apply(0, store_by(dp(1, 0), &[], &[1, 2]));
     f.apply(1, store_by(dp(1, 1), &[], &[1, 2, 3]));
     f.apply(1, store_by(dp(2, 0), &[], &[1, 2, 3]));
@@ -70,7 +70,7 @@ fn whole_worker_removal_spans_lanes() {
 
 #[test]
 fn removal_that_loses_the_unmap_race_waits_for_the_winning_sweep() {
-    let tree = Arc::new(Tree::<G>::new(config(true, ReclaimConfig::default())));
+    let tree = Arc::new(Tree::<G>::new(config(true, SweepPolicy::default())));
     let mut lane = tree.new_lane();
     tree.apply_event(&mut lane, &store(1, &[], &[1, 2, 3]))
         .unwrap();
@@ -105,7 +105,7 @@ fn removal_that_loses_the_unmap_race_waits_for_the_winning_sweep() {
 
 #[test]
 fn clear_of_a_rank_mid_removal_waits_for_the_release() {
-    let tree = Arc::new(Tree::<G>::new(config(true, ReclaimConfig::default())));
+    let tree = Arc::new(Tree::<G>::new(config(true, SweepPolicy::default())));
     let mut lane = tree.new_lane();
     tree.apply_event(&mut lane, &store(1, &[], &[1, 2, 3]))
         .unwrap();
@@ -135,7 +135,7 @@ fn clear_of_a_rank_mid_removal_waits_for_the_release() {
 
 #[test]
 fn clear_after_a_new_slot_waits_for_the_old_slot_release() {
-    let tree = Arc::new(Tree::<G>::new(config(true, ReclaimConfig::default())));
+    let tree = Arc::new(Tree::<G>::new(config(true, SweepPolicy::default())));
     let mut lane = tree.new_lane();
     tree.apply_event(&mut lane, &store(1, &[], &[1, 2, 3]))
         .unwrap();
@@ -177,7 +177,7 @@ fn clear_after_a_new_slot_waits_for_the_old_slot_release() {
 
 #[test]
 fn reader_holding_the_old_table_never_sees_the_slot_reused() {
-    let tree = Arc::new(Tree::<G>::new(config(true, ReclaimConfig::default())));
+    let tree = Arc::new(Tree::<G>::new(config(true, SweepPolicy::default())));
     let mut lane = tree.new_lane();
     tree.apply_event(&mut lane, &store(1, &[], &[1, 2, 3]))
         .unwrap();
@@ -207,7 +207,7 @@ fn reader_holding_the_old_table_never_sees_the_slot_reused() {
 
 #[test]
 fn concurrent_clears_and_removals_never_touch_a_recycled_slot() {
-    let tree = Arc::new(Tree::<G>::new(config(true, ReclaimConfig::default())));
+    let tree = Arc::new(Tree::<G>::new(config(true, SweepPolicy::default())));
     for round in 0..40u64 {
         let mut victim_lane = tree.new_lane();
         let mut keeper_lane = tree.new_lane();
@@ -247,7 +247,7 @@ fn concurrent_clears_and_removals_never_touch_a_recycled_slot() {
 fn past_the_limit_a_store_is_refused_naming_it_and_freed_slots_go_lowest_first() {
     let limited = TreeConfig {
         slot_capacity: 4,
-        ..config(true, ReclaimConfig::default())
+        ..config(true, SweepPolicy::default())
     };
     let mut f = Fixture::<G>::with_config(limited, 1);
     for worker in 1..=4 {
@@ -273,7 +273,7 @@ fn past_the_limit_a_store_is_refused_naming_it_and_freed_slots_go_lowest_first()
 
 #[test]
 fn thousands_of_ranks_come_and_go_on_recycled_slots() {
-    let mut f = fixture(1, ReclaimConfig::default());
+    let mut f = fixture(1, SweepPolicy::default());
     for worker in 0..20u64 {
         if worker >= 5 {
             f.remove_worker(worker - 5);

@@ -10,7 +10,7 @@
 //! random streams (holes, clears, worker removals) run against a tree that
 //! sweeps after every operation and must still satisfy C1–C4.
 
-use crtc::tree::ReclaimConfig;
+use crtc::tree::SweepPolicy;
 use crtc::types::{BlockPair, LocalBlockHash, RouterEvent, WorkerWithDpRank};
 use crtc::{Indexer, IndexerConfig, Lane, Tree, TreeConfig};
 use crtc_strategies::ShapeGate;
@@ -296,7 +296,7 @@ fn compare<G: ShapeGate>(what: &str, churned: &Tree<G>, fresh: &Tree<G>, before_
 fn direct<G: ShapeGate>(seed: u64) {
     let churn = churn(seed, 1500);
     let tree = Tree::<G>::new(TreeConfig {
-        reclaim: ReclaimConfig::disabled(),
+        sweep: SweepPolicy::disabled(),
         ..TreeConfig::default()
     });
     let mut lanes: Vec<Lane<G>> = (0..2).map(|_| tree.new_lane()).collect();
@@ -331,9 +331,9 @@ fn indexed<G: ShapeGate>(seed: u64) {
     let indexer = Indexer::<G>::new(IndexerConfig {
         lanes: 2,
         tree: TreeConfig {
-            reclaim: ReclaimConfig {
+            sweep: SweepPolicy {
                 dead_floor: 16,
-                ..ReclaimConfig::eager()
+                ..SweepPolicy::eager()
             },
             ..TreeConfig::default()
         },
@@ -405,7 +405,7 @@ fn sweeping_differential<G: ShapeGate>(fast_path: bool) {
         for strict in [true, false] {
             let tree = Tree::<G>::new(TreeConfig {
                 fast_path,
-                reclaim: ReclaimConfig::disabled(),
+                sweep: SweepPolicy::disabled(),
                 ..TreeConfig::default()
             });
             let lane = tree.new_lane();

@@ -19,7 +19,7 @@
 //! `--nocapture` to see them); overcounts, hash mismatches, parity
 //! mismatches and rejected valid stores must all be 0.
 
-use crtc::tree::ReclaimConfig;
+use crtc::tree::SweepPolicy;
 use crtc::types::{BlockPair, LocalBlockHash, RouterEvent, WorkerWithDpRank};
 use crtc::{Lane, Tree, TreeConfig};
 use crtc_strategies::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -128,11 +128,11 @@ impl<G: ShapeGate> Shared<G> {
 
 fn new_shared<G: ShapeGate>() -> Arc<Shared<G>> {
     let tree = Tree::new(TreeConfig {
-        reclaim: ReclaimConfig {
+        sweep: SweepPolicy {
             dead_floor: 64,
             min_gap: Duration::from_millis(5),
             timer: Some(Duration::from_millis(200)),
-            ..ReclaimConfig::eager()
+            ..SweepPolicy::eager()
         },
         ..TreeConfig::default()
     });

@@ -45,7 +45,7 @@ pub mod sweep;
 pub mod tree;
 
 use crate::chain::{chain_hash, chained, tail_hash};
-use crtc::tree::ReclaimConfig;
+use crtc::tree::SweepPolicy;
 use crtc::types::{
     ExternalSequenceBlockHash, KvCacheEventData, LocalBlockHash, OverlapScores, RouterEvent,
     WorkerWithDpRank,
@@ -105,7 +105,7 @@ pub fn model_config(fast_path: bool) -> TreeConfig {
     TreeConfig {
         fast_path,
         slot_capacity: 8,
-        reclaim: ReclaimConfig::disabled(),
+        sweep: SweepPolicy::disabled(),
     }
 }
 

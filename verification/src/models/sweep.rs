@@ -26,7 +26,7 @@
 //!   flag stays set while a sweep is due.
 
 use super::{summarize, Explorer, NamedModel};
-use crtc::tree::{ReclaimConfig, SweepTrigger};
+use crtc::tree::{SweepPolicy, SweepTrigger};
 use crtc_strategies::sync::atomic::{AtomicUsize, Ordering};
 use crtc_strategies::sync::{thread, Arc};
 
@@ -134,7 +134,7 @@ fn schedule(shared: &Shared, claim: Claim, leaks: bool) -> Attempt {
 
 fn run(claim: Claim) {
     let shared = Arc::new(Shared {
-        trigger: SweepTrigger::new(ReclaimConfig::eager()),
+        trigger: SweepTrigger::new(SweepPolicy::eager()),
         running: AtomicUsize::new(0),
         swept: AtomicUsize::new(0),
     });

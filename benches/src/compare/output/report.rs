@@ -1,8 +1,8 @@
 //! The result of `crtc compare`: rows, the workload, provenance; the table
 //! printed to stdout and the JSON document written by `--json`.
 
-use super::crosscheck::CrossCheck;
-use super::measure::{CpuClock, Machine};
+use crate::compare::checks::crosscheck::CrossCheck;
+use crate::compare::measurement::measure::{CpuClock, Machine};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

@@ -14,9 +14,9 @@
 //! Every markdown file starts with the command that produced it, the
 //! machine, the git revision and the compiled features.
 
-use super::plots::{command_line, write_plots, CHARTS};
-use super::report::{p99_ratio, Report, Row};
-use super::{run, CompareError, CompareOptions, Source};
+use crate::compare::output::plots::{command_line, write_plots, CHARTS};
+use crate::compare::output::report::{p99_ratio, Report, Row};
+use crate::compare::{run, CompareError, CompareOptions, Source};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 

@@ -21,8 +21,8 @@
 //!   `d`. Because a node is a whole path, a rank scores exactly its held
 //!   prefix (never more, and no undercount even past holes).
 
-use super::backend::{Backend, BackendStats};
-use super::measure::ThreadCpu;
+use crate::compare::measurement::measure::ThreadCpu;
+use crate::compare::subjects::backend::{Backend, BackendStats};
 use crtc::tree::Refusal;
 use crtc::types::{
     ExternalSequenceBlockHash, KvCacheEventData, KvError, LocalBlockHash, OverlapScores,

@@ -408,7 +408,7 @@ fn compare_one(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::baseline::BaselineTree;
+    use crate::compare::subjects::baseline::BaselineTree;
 
     /// The baseline tree, every score shifted by `skew` on every `every`-th
     /// lookup.

@@ -4,9 +4,9 @@
 //!
 //! [`IndexerBackend`] wraps the crate's [`Indexer`] for one gate; the
 //! global-lock baseline implements the same trait in
-//! [`super::baseline::GlobalLockIndexer`].
+//! [`crate::compare::subjects::baseline::GlobalLockIndexer`].
 
-use super::measure::{nanos, CpuClock, ThreadCpu};
+use crate::compare::measurement::measure::{nanos, CpuClock, ThreadCpu};
 use crtc::indexer::{Indexer, IndexerConfig};
 use crtc::tree::{LaneCounters, Refusal, TreeConfig};
 use crtc::types::{LocalBlockHash, OverlapScores, RouterEvent, WorkerId};

@@ -13,9 +13,9 @@
 //! however many readers or lookups there are. As in upstream's overloaded replay, lookups run against a tree that
 //! is still growing, so read cost is understated compared with keep-up mode.
 
-use super::backend::{Backend, BackendStats};
-use super::measure::sleep_until;
-use super::plan::{issue, join_all, spawn, timed_lookup, Plan};
+use crate::compare::measurement::measure::sleep_until;
+use crate::compare::measurement::plan::{issue, join_all, spawn, timed_lookup, Plan};
+use crate::compare::subjects::backend::{Backend, BackendStats};
 use crtc::types::LocalBlockHash;
 use crtc_strategies::sync::atomic::{AtomicBool, Ordering};
 use crtc_strategies::sync::Arc;

@@ -2,7 +2,7 @@
 //! per run before the clock starts), and the lookups with their positions in
 //! the write order (for open-loop deadlines).
 
-use super::backend::Backend;
+use crate::compare::subjects::backend::Backend;
 use crtc::types::{LocalBlockHash, RouterEvent, WorkerId};
 use crtc_strategies::sync::{thread, Arc};
 use crtc_verification::workload::{Workload, WorkloadOp};

@@ -22,9 +22,9 @@
 //! Building it needs rustc 1.88 or newer (the crate is edition 2024 and uses
 //! let chains), tokio and prometheus (both pure Rust).
 
-use super::backend::{Backend, BackendStats};
-use super::crosscheck::SerialIndex;
-use super::measure::{nanos, ThreadCpu};
+use crate::compare::checks::crosscheck::SerialIndex;
+use crate::compare::measurement::measure::{nanos, ThreadCpu};
+use crate::compare::subjects::backend::{Backend, BackendStats};
 use crtc::tree::Refusal;
 use crtc::types::{
     KvCacheEventData, LocalBlockHash, OverlapScores, RouterEvent, WorkerId, WorkerWithDpRank,

@@ -7,8 +7,8 @@
 //! list equal to it is known exact without asking the model again; any other
 //! answer goes through [`Reference::check`], which names each inexact rank.
 
-use super::backend::Backend;
-use super::plan::IssueOp;
+use crate::compare::measurement::plan::IssueOp;
+use crate::compare::subjects::backend::Backend;
 use crtc::types::{LocalBlockHash, WorkerWithDpRank};
 use crtc_verification::reference::{Classification, Reference};
 use crtc_verification::workload::{check::check_strict, Workload, WorkloadOp};
@@ -160,8 +160,8 @@ impl Oracle {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::backend::BackendStats;
-    use crate::compare::baseline::BaselineTree;
+    use crate::compare::subjects::backend::BackendStats;
+    use crate::compare::subjects::baseline::BaselineTree;
     use crtc::types::{OverlapScores, RouterEvent, WorkerId};
     use crtc_strategies::sync::Mutex;
 
@@ -235,7 +235,7 @@ mod tests {
     #[test]
     fn memberships_follow_the_prefix() {
         let workload = crtc_verification::workload::preset("chat", 2, 0.02).unwrap();
-        let ops: Vec<IssueOp> = crate::compare::plan::Plan::new(&workload).ops;
+        let ops: Vec<IssueOp> = crate::compare::measurement::plan::Plan::new(&workload).ops;
         assert_eq!(memberships_after(&ops[..0]), 0);
         assert_eq!(
             memberships_after(&ops),

@@ -21,9 +21,9 @@
 //! (or rejected) at that instant. The lanes then drain before the counters
 //! are read.
 
-use super::backend::{Backend, BackendStats};
-use super::measure::{nanos, sleep_until};
-use super::plan::{issue, join_all, spawn, timed_lookup, IssueOp, Plan};
+use crate::compare::measurement::measure::{nanos, sleep_until};
+use crate::compare::measurement::plan::{issue, join_all, spawn, timed_lookup, IssueOp, Plan};
+use crate::compare::subjects::backend::{Backend, BackendStats};
 use crtc::types::LocalBlockHash;
 use crtc_strategies::sync::mpsc::{channel, Receiver};
 use crtc_strategies::sync::Arc;

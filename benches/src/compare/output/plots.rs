@@ -15,8 +15,8 @@
 //! with the machine and git revision. Text is laid out by plotters' built-in
 //! estimate and rendered by the viewer, so no system font is needed.
 
-use super::report::{p99_ratio, Report, Row};
-use super::CompareError;
+use crate::compare::output::report::{p99_ratio, Report, Row};
+use crate::compare::CompareError;
 use plotters::coord::ranged1d::ValueFormatter;
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;

@@ -1,0 +1,337 @@
+//! What a comparison takes: the options, their validation, and the stream
+//! they name (a seeded preset, a Mooncake trace run through the engine
+//! model, or a recorded event stream), loaded once per run.
+
+use crtc_verification::workload::presets::{self, agentx_placement};
+use crtc_verification::workload::{jsonl, mooncake, EngineConfig, RandomPlacement, Workload};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Scale of the built-in preset when none is given: the default run (three
+/// capacity rows on 2 cores) then takes well under a minute in release.
+pub const DEFAULT_SCALE: f64 = 1.0;
+/// Default keep-up offered rate, events per second.
+pub const DEFAULT_RATE: f64 = 20_000.0;
+/// Default keep-up window.
+pub const DEFAULT_WINDOW: Duration = Duration::from_secs(5);
+/// Most simulated workers (one rank slot each).
+pub const MAX_WORKERS: usize = crtc_strategies::MAX_SLOTS;
+/// Default seed.
+pub const DEFAULT_SEED: u64 = 1;
+/// Most differences `--check-upstream` lists by default.
+pub const DEFAULT_CHECK_LIMIT: usize = 200;
+
+/// Cargo features this binary was built with, in a fixed order.
+pub fn features() -> Vec<String> {
+    [
+        ("rwlock", cfg!(feature = "rwlock")),
+        ("seqlock", cfg!(feature = "seqlock")),
+        ("epoch", cfg!(feature = "epoch")),
+        ("seize", cfg!(feature = "seize")),
+        ("upstream", cfg!(feature = "upstream")),
+    ]
+    .into_iter()
+    .filter(|(_, on)| *on)
+    .map(|(name, _)| name.to_owned())
+    .collect()
+}
+
+/// Where the stream comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Source {
+    /// A built-in preset ("chat" or "agentx").
+    Preset(String),
+    /// A Mooncake JSONL request trace run through the engine model.
+    Trace(PathBuf),
+    /// A recorded event stream (JSON lines, see [`crtc_verification::workload::jsonl`]).
+    Events(PathBuf),
+}
+
+/// Which measurements to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Write capacity only.
+    Capacity,
+    /// Keep-up latency only.
+    KeepUp,
+    /// Both, capacity first.
+    Both,
+}
+
+impl Mode {
+    pub(super) fn capacity(self) -> bool {
+        matches!(self, Mode::Capacity | Mode::Both)
+    }
+
+    pub(super) fn keepup(self) -> bool {
+        matches!(self, Mode::KeepUp | Mode::Both)
+    }
+
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Mode::Capacity => "capacity",
+            Mode::KeepUp => "keepup",
+            Mode::Both => "both",
+        }
+    }
+}
+
+/// Everything `crtc compare` takes.
+#[derive(Clone, Debug)]
+pub struct CompareOptions {
+    /// The stream.
+    pub source: Source,
+    /// Seed of presets, placement and output tokens.
+    pub seed: u64,
+    /// Preset size multiplier.
+    pub scale: f64,
+    /// Lane threads per row.
+    pub lanes: usize,
+    /// Reader threads per row.
+    pub readers: usize,
+    /// Simulated workers (presets and traces; engine default when `None`).
+    pub workers: Option<usize>,
+    /// Per-worker cache capacity in blocks (presets and traces).
+    pub capacity: Option<usize>,
+    /// Which measurements.
+    pub mode: Mode,
+    /// Keep-up offered rate, events per second.
+    pub rate: f64,
+    /// Keep-up window.
+    pub window: Duration,
+    /// Draw progress bars (on stderr).
+    pub progress: bool,
+    /// The command line, recorded in the report.
+    pub argv: Vec<String>,
+    /// Also run the serial cross-check against upstream (feature `upstream`).
+    pub check_upstream: bool,
+    /// Most differences the cross-check lists.
+    pub check_limit: usize,
+    /// Accept an event file that breaks the chaining rule; the reference
+    /// model's verdicts are then not computed.
+    pub unchained: bool,
+}
+
+impl Default for CompareOptions {
+    /// The default run: built-in agentx preset, capacity mode, 2 lanes, 1
+    /// reader.
+    fn default() -> Self {
+        Self {
+            source: Source::Preset("agentx".to_owned()),
+            seed: DEFAULT_SEED,
+            scale: DEFAULT_SCALE,
+            lanes: 2,
+            readers: 1,
+            workers: None,
+            capacity: None,
+            mode: Mode::Capacity,
+            rate: DEFAULT_RATE,
+            window: DEFAULT_WINDOW,
+            progress: false,
+            argv: Vec::new(),
+            check_upstream: false,
+            check_limit: DEFAULT_CHECK_LIMIT,
+            unchained: false,
+        }
+    }
+}
+
+/// A failure to run: bad options, an unreadable or malformed file, a thread
+/// that could not start. The message names the file and line when there is
+/// one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompareError(pub String);
+
+impl fmt::Display for CompareError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for CompareError {}
+
+impl From<String> for CompareError {
+    fn from(message: String) -> Self {
+        Self(message)
+    }
+}
+
+/// Why `--check-upstream` fails in a build without feature `upstream`.
+pub const UPSTREAM_MISSING: &str =
+    "--check-upstream needs the upstream crate: rebuild with `--features upstream`";
+
+fn file_error(path: &Path, error: crtc::types::KvError) -> CompareError {
+    match error {
+        crtc::types::KvError::Malformed { line: 0, reason } => CompareError(reason),
+        crtc::types::KvError::Malformed { line, reason } => {
+            CompareError(format!("{}: line {line}: {reason}", path.display()))
+        }
+        other => CompareError(format!("{}: {other}", path.display())),
+    }
+}
+
+fn engine_config(options: &CompareOptions) -> EngineConfig {
+    let default = EngineConfig::default();
+    EngineConfig {
+        workers: options.workers.unwrap_or(default.workers),
+        capacity_blocks: options.capacity.unwrap_or(default.capacity_blocks),
+        seed: options.seed,
+    }
+}
+
+/// Generates or loads the stream `options` names.
+pub fn load_workload(options: &CompareOptions) -> Result<Workload, CompareError> {
+    let (seed, scale, config) = (options.seed, options.scale, engine_config(options));
+    match &options.source {
+        Source::Preset(name) => match name.as_str() {
+            "chat" => Ok(presets::chat_with(
+                seed,
+                scale,
+                config,
+                RandomPlacement::new(seed),
+            )),
+            "agentx" => Ok(presets::agentx_with(
+                seed,
+                scale,
+                config,
+                agentx_placement(seed),
+            )),
+            other => Err(CompareError(format!(
+                "unknown workload {other:?} (expected one of: {})",
+                presets::PRESETS.join(", ")
+            ))),
+        },
+        Source::Trace(path) => {
+            mooncake::load_mooncake(path, config).map_err(|e| file_error(path, e))
+        }
+        Source::Events(path) => {
+            if options.workers.is_some() || options.capacity.is_some() {
+                return Err(CompareError(
+                    "--workers and --capacity shape generated streams; they do not apply to --events".to_owned(),
+                ));
+            }
+            let file = std::fs::File::open(path)
+                .map_err(|e| CompareError(format!("cannot open {}: {e}", path.display())))?;
+            let mut name = format!(
+                "events:{}",
+                path.file_name().unwrap_or_default().to_string_lossy()
+            );
+            let chaining = if options.unchained {
+                name.push_str(" (--unchained: the reference model's verdicts do not apply)");
+                jsonl::Chaining::Unchecked
+            } else {
+                jsonl::Chaining::Checked
+            };
+            jsonl::read_jsonl_with(std::io::BufReader::new(file), &name, chaining)
+                .map_err(|e| file_error(path, e))
+        }
+    }
+}
+
+/// Rejects options no run can use.
+pub fn validate(options: &CompareOptions) -> Result<(), CompareError> {
+    let bad = |message: &str| Err(CompareError(message.to_owned()));
+    if !(options.scale > 0.0 && options.scale <= 1000.0) {
+        return bad("--scale must be above 0 and at most 1000");
+    }
+    if !(1..=256).contains(&options.lanes) {
+        return bad("--lanes must be between 1 and 256");
+    }
+    if options.readers > 256 {
+        return bad("--readers must be at most 256");
+    }
+    if !options
+        .workers
+        .is_none_or(|w| (1..=MAX_WORKERS).contains(&w))
+    {
+        return bad("--workers must be between 1 and 65536");
+    }
+    if options.capacity == Some(0) {
+        return bad("--capacity must be at least 1 block");
+    }
+    if !(options.rate.is_finite() && options.rate > 0.0) {
+        return bad("--rate must be a positive number of events per second");
+    }
+    if options.window.is_zero() || options.window > Duration::from_secs(3600) {
+        return bad("--window-s must be above 0 and at most 3600");
+    }
+    if options.check_upstream && !cfg!(feature = "upstream") {
+        return bad(UPSTREAM_MISSING);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_options_are_errors() {
+        let ok = CompareOptions::default();
+        assert!(validate(&ok).is_ok());
+        let cases = [
+            CompareOptions {
+                scale: f64::NAN,
+                ..ok.clone()
+            },
+            CompareOptions {
+                scale: 0.0,
+                ..ok.clone()
+            },
+            CompareOptions {
+                lanes: 0,
+                ..ok.clone()
+            },
+            CompareOptions {
+                rate: -1.0,
+                ..ok.clone()
+            },
+            CompareOptions {
+                window: Duration::ZERO,
+                ..ok.clone()
+            },
+            CompareOptions {
+                workers: Some(0),
+                ..ok.clone()
+            },
+        ];
+        for options in &cases {
+            assert!(crate::compare::run(options).is_err(), "{options:?}");
+        }
+        let unknown = CompareOptions {
+            source: Source::Preset("nope".to_owned()),
+            ..ok.clone()
+        };
+        assert!(load_workload(&unknown).unwrap_err().0.contains("agentx"));
+        let missing = CompareOptions {
+            source: Source::Events("/no/such/file".into()),
+            ..ok.clone()
+        };
+        assert!(load_workload(&missing)
+            .unwrap_err()
+            .0
+            .contains("/no/such/file"));
+    }
+
+    #[test]
+    fn malformed_event_files_name_the_file_and_line() {
+        let path =
+            std::env::temp_dir().join(format!("crtc-compare-bad-{}.jsonl", std::process::id()));
+        std::fs::write(
+            &path,
+            "{\"t\":\"query\",\"locals\":[1]}\n{\"t\":\"stored\"}\n",
+        )
+        .unwrap();
+        let options = CompareOptions {
+            source: Source::Events(path.clone()),
+            ..CompareOptions::default()
+        };
+        let error = load_workload(&options).unwrap_err().0;
+        let _ = std::fs::remove_file(&path);
+        assert!(
+            error.contains(&path.display().to_string()) && error.contains("line 2"),
+            "{error}"
+        );
+    }
+}

@@ -1,0 +1,6 @@
+//! What a comparison writes: the report (table and JSON, [`report`]), the
+//! SVG charts ([`plots`]) and the paper tables and figures ([`paper`]).
+
+pub mod paper;
+pub mod plots;
+pub mod report;

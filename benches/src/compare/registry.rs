@@ -1,0 +1,216 @@
+//! The subjects of a comparison, listed once: every compiled gate (with how
+//! its readers synchronize and its optimistic-read counters), and the rows
+//! they make with the fast path on and off, followed by the global-lock
+//! baseline and, with feature `upstream`, NVIDIA Dynamo's published tree.
+
+use crate::compare::checks::crosscheck::SerialIndex;
+use crate::compare::output::report::label;
+use crate::compare::subjects::backend::{Backend, IndexerBackend};
+use crate::compare::subjects::baseline::GlobalLockIndexer;
+use crate::compare::subjects::serial::build_serial;
+#[cfg(feature = "upstream")]
+use crate::compare::subjects::upstream;
+use crtc_strategies::sync::Arc;
+use crtc_strategies::ShapeGate;
+
+/// Builds a backend with `lanes` lanes and the fast path on or off.
+pub type Build = fn(lanes: usize, fast_path: bool) -> Arc<dyn Backend>;
+
+/// Builds a serially applied tree (label, fast path) for the cross-check.
+pub type BuildSerial = fn(label: String, fast_path: bool) -> Box<dyn SerialIndex>;
+
+/// Reads of the optimistic-read counters: (restarts, pessimistic fallbacks).
+pub type RetryCounters = fn() -> (u64, u64);
+
+/// How a strategy's readers synchronize with its writers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadPath {
+    /// Readers take a lock (shared or exclusive).
+    Lock,
+    /// Readers run optimistically and validate a version (seqlock).
+    Optimistic,
+    /// Readers follow a published snapshot (epoch/RCU).
+    Snapshot,
+}
+
+impl ReadPath {
+    /// "lock", "optimistic" or "snapshot".
+    pub fn name(self) -> &'static str {
+        match self {
+            ReadPath::Lock => "lock",
+            ReadPath::Optimistic => "optimistic",
+            ReadPath::Snapshot => "snapshot",
+        }
+    }
+}
+
+/// One compiled gate.
+#[derive(Clone, Copy, Debug)]
+pub struct Gate {
+    /// The row's strategy name ([`ShapeGate::NAME`], with the reclaimer for
+    /// the epoch gates).
+    pub name: &'static str,
+    /// Its indexer.
+    pub build: Build,
+    /// Its tree applied serially.
+    pub serial: BuildSerial,
+    /// How its readers synchronize.
+    pub read_path: ReadPath,
+    /// Its optimistic-read counters, if it has any.
+    pub retries: Option<RetryCounters>,
+}
+
+fn build_indexer<G: ShapeGate>(lanes: usize, fast_path: bool) -> Arc<dyn Backend> {
+    Arc::new(IndexerBackend::<G>::new(lanes, fast_path))
+}
+
+fn build_baseline(lanes: usize, _fast_path: bool) -> Arc<dyn Backend> {
+    Arc::new(GlobalLockIndexer::new(lanes))
+}
+
+#[cfg(feature = "seqlock")]
+fn seqlock_retries() -> (u64, u64) {
+    use crtc_strategies::seqlock::{OPTIMISTIC_RESTARTS, PESSIMISTIC_FALLBACKS};
+    (OPTIMISTIC_RESTARTS.get(), PESSIMISTIC_FALLBACKS.get())
+}
+
+macro_rules! gate {
+    ($gate:ty, $name:expr, $path:expr, $retries:expr) => {
+        Gate {
+            name: $name,
+            build: build_indexer::<$gate>,
+            serial: build_serial::<$gate>,
+            read_path: $path,
+            retries: $retries,
+        }
+    };
+}
+
+/// Every compiled gate, in report order. A new gate is one line here,
+/// behind its feature. The two epoch gates share [`ShapeGate::NAME`], so
+/// their rows name the reclaimer.
+pub fn gates() -> Vec<Gate> {
+    use crtc_strategies::RwLockGate;
+    vec![
+        gate!(RwLockGate, RwLockGate::NAME, ReadPath::Lock, None),
+        #[cfg(feature = "seqlock")]
+        gate!(
+            crtc_strategies::SeqlockGate,
+            <crtc_strategies::SeqlockGate as ShapeGate>::NAME,
+            ReadPath::Optimistic,
+            Some(seqlock_retries as RetryCounters)
+        ),
+        #[cfg(feature = "epoch")]
+        gate!(
+            crtc_strategies::CrossbeamEpochGate,
+            "epoch-crossbeam",
+            ReadPath::Snapshot,
+            None
+        ),
+        #[cfg(feature = "seize")]
+        gate!(
+            crtc_strategies::SeizeEpochGate,
+            "epoch-seize",
+            ReadPath::Snapshot,
+            None
+        ),
+    ]
+}
+
+/// One row of the comparison before it is measured.
+#[derive(Clone, Copy, Debug)]
+pub struct Configuration {
+    /// Gate name, "global-lock" or the upstream row's name.
+    pub strategy: &'static str,
+    /// Fast path on/off (`None`: no switch).
+    pub fast_path: Option<bool>,
+    /// Its backend.
+    pub build: Build,
+    /// How its readers synchronize.
+    pub read_path: ReadPath,
+    /// Its optimistic-read counters, if it has any.
+    pub retries: Option<RetryCounters>,
+}
+
+impl Configuration {
+    /// "rwlock fast", "rwlock general" or "global-lock".
+    pub fn label(&self) -> String {
+        label(self.strategy, self.fast_path)
+    }
+}
+
+/// Every gate with the fast path on, then off, then the global-lock
+/// baseline, then (feature `upstream`) upstream's CRTC.
+pub fn configurations() -> Vec<Configuration> {
+    let mut all: Vec<Configuration> = gates()
+        .into_iter()
+        .flat_map(|gate| {
+            [true, false].map(|fast| Configuration {
+                strategy: gate.name,
+                fast_path: Some(fast),
+                build: gate.build,
+                read_path: gate.read_path,
+                retries: gate.retries,
+            })
+        })
+        .collect();
+    all.push(Configuration {
+        strategy: "global-lock",
+        fast_path: None,
+        build: build_baseline,
+        read_path: ReadPath::Lock,
+        retries: None,
+    });
+    #[cfg(feature = "upstream")]
+    all.push(Configuration {
+        strategy: upstream::NAME,
+        fast_path: None,
+        build: upstream::build,
+        read_path: ReadPath::Lock,
+        retries: None,
+    });
+    all
+}
+
+/// Every compiled gate with the fast path on and off, applied serially (the
+/// "ours" side of the cross-check).
+pub fn serial_trees() -> Vec<Box<dyn SerialIndex>> {
+    gates()
+        .into_iter()
+        .flat_map(|gate| {
+            [true, false].map(|fast| (gate.serial)(label(gate.name, Some(fast)), fast))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_gate_runs_fast_and_general_then_the_baseline() {
+        let configs = configurations();
+        let labels: Vec<String> = configs.iter().map(Configuration::label).collect();
+        let gates = gates().len();
+        let upstream = usize::from(cfg!(feature = "upstream"));
+        assert_eq!(labels.len(), 2 * gates + 1 + upstream);
+        assert_eq!(&labels[..2], ["rwlock fast", "rwlock general"]);
+        assert_eq!(labels[2 * gates], "global-lock");
+        if upstream == 1 {
+            assert_eq!(labels.last().map(String::as_str), Some("upstream-1.6.1"));
+        }
+        let mut names: Vec<&str> = configs.iter().map(|c| c.strategy).collect();
+        names.dedup();
+        let distinct: rustc_hash::FxHashSet<&str> = names.iter().copied().collect();
+        assert_eq!(distinct.len(), names.len(), "row names repeat: {names:?}");
+        let expected = 1
+            + usize::from(cfg!(feature = "seqlock"))
+            + usize::from(cfg!(feature = "epoch"))
+            + usize::from(cfg!(feature = "seize"));
+        assert_eq!(gates, expected);
+        let backend = (configs[0].build)(1, true);
+        backend.flush();
+        assert_eq!(backend.applied(), 0);
+        assert_eq!(serial_trees().len(), 2 * gates);
+    }
+}

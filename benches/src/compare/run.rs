@@ -1,0 +1,346 @@
+//! One comparison run: load the stream once, split it into writes and
+//! lookups, replay it through the reference model once, then for every row
+//! build a fresh backend, measure it (capacity and/or keep-up, with the
+//! seqlock retry counters read around the run), time the same lookups on
+//! the drained final tree with no writer, and score every distinct lookup
+//! against the model. Correctness failures are listed in the report; they do
+//! not stop the run.
+
+use crate::compare::checks::oracle::{self, Oracle, Verdicts};
+use crate::compare::checks::run_check;
+use crate::compare::measurement::plan::Plan;
+use crate::compare::measurement::{capacity, keepup, measure};
+use crate::compare::output::report::{Report, Row, Settings, WorkloadInfo};
+use crate::compare::subjects::backend::BackendStats;
+use crate::compare::{
+    configurations, features, load_workload, validate, CompareError, CompareOptions, Configuration,
+    RetryCounters, Source, MAX_WORKERS,
+};
+use crtc::tree::Refusal;
+use crtc_strategies::sync::Arc;
+use crtc_verification::workload::Workload;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::time::{Duration, Instant};
+
+fn progress_bar(enabled: bool, message: String) -> ProgressBar {
+    if !enabled {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(0).with_message(message);
+    if let Ok(style) = ProgressStyle::with_template("{msg:28} [{bar:40}] {pos}/{len} {elapsed}") {
+        bar.set_style(style);
+    }
+    bar
+}
+
+fn per_s(count: u64, elapsed: Duration) -> Option<f64> {
+    let s = elapsed.as_secs_f64();
+    (s > 0.0).then(|| count as f64 / s)
+}
+
+fn ratio(numerator: u64, denominator: u64) -> Option<f64> {
+    (denominator > 0).then(|| numerator as f64 / denominator as f64)
+}
+
+/// A row with the figures common to both modes filled from `stats`;
+/// `memberships` is the model's (rank, block) count for the final state.
+fn base_row(
+    config: &Configuration,
+    mode: &str,
+    stats: &BackendStats,
+    memberships: Option<u64>,
+) -> Row {
+    let bytes_per = |count: u64| ratio(stats.footprint? as u64, count);
+    Row {
+        strategy: config.strategy.to_owned(),
+        fast_path: config.fast_path,
+        mode: mode.to_owned(),
+        events: 0,
+        blocks: 0,
+        events_per_s: None,
+        block_ops_per_s: None,
+        cpu_ns_per_event: ratio(stats.cpu_ns, stats.applied),
+        fast_path_hit_rate: stats
+            .fast_path_hits
+            .map(|hits| ratio(hits, stats.stores).unwrap_or(0.0)),
+        read_p50_ns: None,
+        read_p99_ns: None,
+        update_p50_ns: None,
+        update_p99_ns: None,
+        backlog_at_end: None,
+        bytes_per_membership: memberships.and_then(bytes_per),
+        overcounts: None,
+        undercounts: None,
+        read_only_p50_ns: None,
+        read_only_p99_ns: None,
+        restarts_per_read: None,
+        fallbacks: None,
+        read_path: config.read_path.name().to_owned(),
+        lookups: 0,
+        hole_undercounts: None,
+        bytes_per_node_membership: stats.memberships.and_then(|m| bytes_per(m as u64)),
+        rejected_events: stats.errors,
+        rejected: Refusal::ALL
+            .into_iter()
+            .filter(|r| stats.refusals[r.index()] > 0)
+            .map(|r| (r.name().to_owned(), stats.refusals[r.index()]))
+            .collect(),
+        elapsed_s: 0.0,
+        cpu_clock: stats.cpu_clock,
+        read_samples: 0,
+    }
+}
+
+/// Optimistic-read counter deltas over a run: restarts per lookup and
+/// fallbacks (`None` for gates without the counters).
+struct Retries {
+    read: Option<RetryCounters>,
+    before: (u64, u64),
+}
+
+impl Retries {
+    fn start(config: &Configuration) -> Self {
+        Self {
+            read: config.retries,
+            before: config.retries.map_or((0, 0), |read| read()),
+        }
+    }
+
+    fn finish(&self, lookups: u64) -> (Option<f64>, Option<u64>) {
+        let Some(read) = self.read else {
+            return (None, None);
+        };
+        let after = read();
+        let restarts = after.0.saturating_sub(self.before.0);
+        let fallbacks = after.1.saturating_sub(self.before.1);
+        (
+            Some(ratio(restarts, lookups).unwrap_or(0.0)),
+            Some(fallbacks),
+        )
+    }
+}
+
+struct Context<'a> {
+    options: &'a CompareOptions,
+    plan: &'a Plan,
+    oracle: Option<&'a Oracle>,
+    schedule: keepup::Schedule,
+    /// (rank, block) pairs held after the writes of the keep-up window.
+    keepup_memberships: Option<u64>,
+}
+
+fn capacity_row(cx: &Context<'_>, config: &Configuration) -> Result<(Row, Verdicts), CompareError> {
+    let backend = (config.build)(cx.options.lanes, config.fast_path.unwrap_or(false));
+    let bar = progress_bar(cx.options.progress, format!("{} capacity", config.label()));
+    let retries = Retries::start(config);
+    let mut run = capacity::run(Arc::clone(&backend), cx.plan, cx.options.readers, &bar)?;
+    let (restarts_per_read, fallbacks) = retries.finish(run.lookups);
+    bar.finish_and_clear();
+    let mut quiet = capacity::read_only(&backend, cx.plan, cx.options.readers, run.lookups)?;
+    let verdicts = cx.oracle.map(|o| o.check(&*backend)).unwrap_or_default();
+    drop(backend);
+    let (p50, p99) = measure::p50_p99(&mut run.reads);
+    let (quiet_p50, quiet_p99) = measure::p50_p99(&mut quiet);
+    let row = Row {
+        events: cx.plan.events,
+        blocks: cx.plan.blocks,
+        events_per_s: per_s(cx.plan.events, run.elapsed),
+        block_ops_per_s: per_s(cx.plan.blocks, run.elapsed),
+        read_p50_ns: p50,
+        read_p99_ns: p99,
+        overcounts: cx.oracle.map(|_| verdicts.overcounts),
+        undercounts: cx.oracle.map(|_| verdicts.undercounts),
+        hole_undercounts: cx.oracle.map(|_| verdicts.hole_undercounts),
+        read_only_p50_ns: quiet_p50,
+        read_only_p99_ns: quiet_p99,
+        restarts_per_read,
+        fallbacks,
+        lookups: run.lookups,
+        elapsed_s: run.elapsed.as_secs_f64(),
+        read_samples: run.reads.len(),
+        ..base_row(
+            config,
+            "capacity",
+            &run.stats,
+            cx.oracle.map(Oracle::memberships),
+        )
+    };
+    Ok((row, verdicts))
+}
+
+fn keepup_row(cx: &Context<'_>, config: &Configuration) -> Result<Row, CompareError> {
+    let backend = (config.build)(cx.options.lanes, config.fast_path.unwrap_or(false));
+    let bar = progress_bar(cx.options.progress, format!("{} keep-up", config.label()));
+    let retries = Retries::start(config);
+    let mut run = keepup::run(
+        Arc::clone(&backend),
+        cx.plan,
+        cx.options.readers,
+        cx.schedule,
+        &bar,
+    )?;
+    let (restarts_per_read, fallbacks) = retries.finish(run.reads.len() as u64);
+    bar.finish_and_clear();
+    drop(backend);
+    let lookups = run.reads.len() as u64;
+    let (read_p50, read_p99) = measure::p50_p99(&mut run.reads);
+    let (update_p50, update_p99) = measure::p50_p99(&mut run.updates);
+    // The offered span: the window, or less when the stream ends before it.
+    let writes = cx.schedule.writes_in_window(cx.plan.ops.len());
+    let span = Duration::try_from_secs_f64(writes as f64 / cx.schedule.rate)
+        .map_or(cx.schedule.window, |d| d.min(cx.schedule.window));
+    // Blocks applied in the window, prorated from the events applied.
+    let applied_blocks = ratio(run.applied_in_window, run.issued_events)
+        .map_or(0, |share| (share * run.issued_blocks as f64).round() as u64);
+    Ok(Row {
+        events: run.issued_events,
+        blocks: run.issued_blocks,
+        events_per_s: per_s(run.applied_in_window, span),
+        block_ops_per_s: per_s(applied_blocks, span),
+        read_p50_ns: read_p50,
+        read_p99_ns: read_p99,
+        update_p50_ns: update_p50,
+        update_p99_ns: update_p99,
+        backlog_at_end: Some(run.backlog),
+        restarts_per_read,
+        fallbacks,
+        lookups,
+        elapsed_s: span.as_secs_f64(),
+        read_samples: run.reads.len(),
+        ..base_row(config, "keepup", &run.stats, cx.keepup_memberships)
+    })
+}
+
+fn describe(
+    options: &CompareOptions,
+    workload: &Workload,
+    plan: &Plan,
+    oracle: Option<&Oracle>,
+    load: Duration,
+) -> WorkloadInfo {
+    let stats = workload.stats();
+    let strict = oracle.map_or_else(
+        || crtc_verification::workload::check::check_strict(workload).is_ok(),
+        Oracle::strict,
+    );
+    WorkloadInfo {
+        name: workload.name.clone(),
+        seed: options.seed,
+        scale: matches!(options.source, Source::Preset(_)).then_some(options.scale),
+        events: plan.events,
+        blocks: plan.blocks,
+        queries: stats.queries,
+        distinct_queries: oracle.map(|o| o.query_count() as u64),
+        remove_workers: stats.remove_workers,
+        decode_share: workload.decode_share(),
+        strict,
+        load_s: load.as_secs_f64(),
+    }
+}
+
+fn failure(row: &Row, verdicts: &Verdicts, strict: bool) -> String {
+    let mut message = format!(
+        "{}: {} overcounts, {} unexplained undercounts, {} hole undercounts ({} stream) over {} distinct queries",
+        row.label(),
+        verdicts.overcounts,
+        verdicts.undercounts,
+        verdicts.hole_undercounts,
+        if strict { "strict" } else { "non-strict" },
+        verdicts.queries,
+    );
+    verdicts
+        .examples
+        .iter()
+        .for_each(|e| message.push_str(&format!("\n    {e}")));
+    message
+}
+
+/// A failure for refusals the reference model does not make: a tree out of
+/// rank slots leaves ranks unindexed, so the model's verdicts on the row
+/// would blame the tree for a configured limit.
+fn unmodelled_refusals(row: &Row) -> Option<String> {
+    let refused = *row.rejected.get(Refusal::SlotsExhausted.name())?;
+    Some(format!(
+        "{}: {refused} events refused because the rank slots ran out (the tree holds at most \
+         {MAX_WORKERS} ranks); the reference model has no such limit, so this row's scores \
+         cannot be checked against it",
+        row.label()
+    ))
+}
+
+/// Runs the whole comparison. Correctness failures do not stop the run; they
+/// are listed in [`Report::failures`].
+pub fn run(options: &CompareOptions) -> Result<Report, CompareError> {
+    validate(options)?;
+    let machine = measure::Machine::detect();
+    let started = Instant::now();
+    let workload = load_workload(options)?;
+    let load = started.elapsed();
+    let plan = Plan::new(&workload);
+    // Unchained streams break the model's block identity: no verdicts.
+    let oracle = (options.mode.capacity() && !options.unchained).then(|| Oracle::new(&workload));
+    let info = describe(options, &workload, &plan, oracle.as_ref(), load);
+    let upstream_check = if options.check_upstream {
+        Some(run_check(&workload, options.check_limit)?)
+    } else {
+        None
+    };
+    drop(workload);
+    let schedule = keepup::Schedule {
+        rate: options.rate,
+        window: options.window,
+    };
+    let keepup_memberships = options
+        .mode
+        .keepup()
+        .then(|| oracle::memberships_after(&plan.ops[..schedule.writes_in_window(plan.ops.len())]));
+    let cx = Context {
+        options,
+        plan: &plan,
+        oracle: oracle.as_ref(),
+        schedule,
+        keepup_memberships,
+    };
+    let (mut rows, mut failures) = (Vec::new(), Vec::new());
+    if let Some(check) = upstream_check.as_ref().filter(|c| c.ours_failures > 0) {
+        failures.push(format!(
+            "check-upstream: {} scores of ours break the read contract ({} stream): {:?}",
+            check.ours_failures,
+            if check.strict { "strict" } else { "non-strict" },
+            check.ours_inexact
+        ));
+    }
+    for config in configurations() {
+        if options.mode.capacity() {
+            let (row, verdicts) = capacity_row(&cx, &config)?;
+            failures.extend(unmodelled_refusals(&row));
+            if verdicts.failed(info.strict) {
+                failures.push(failure(&row, &verdicts, info.strict));
+            }
+            rows.push(row);
+        }
+        if options.mode.keepup() {
+            let row = keepup_row(&cx, &config)?;
+            failures.extend(unmodelled_refusals(&row));
+            rows.push(row);
+        }
+    }
+    Ok(Report {
+        machine,
+        git_revision: measure::git_revision(),
+        workload: info,
+        argv: options.argv.clone(),
+        rows,
+        settings: Settings {
+            lanes: options.lanes,
+            readers: options.readers,
+            mode: options.mode.name().to_owned(),
+            rate: options.rate,
+            window_s: options.window.as_secs_f64(),
+        },
+        failures,
+        features: features(),
+        git_dirty: measure::git_dirty(),
+        upstream_check,
+    })
+}
