@@ -64,8 +64,13 @@ pub struct Schedule {
 }
 
 impl Schedule {
+    /// When write `position` is due; a time past any representable instant
+    /// (a tiny `--rate`) is the window's end.
     fn due(&self, start: Instant, position: usize) -> Instant {
-        start + Duration::from_secs_f64(position as f64 / self.rate)
+        Duration::try_from_secs_f64(position as f64 / self.rate)
+            .ok()
+            .and_then(|offset| start.checked_add(offset))
+            .unwrap_or(start + self.window)
     }
 
     /// Writes due strictly inside the window, out of `total`.
@@ -215,5 +220,10 @@ mod tests {
         assert_eq!(schedule.writes_in_window(100), 100);
         let start = Instant::now();
         assert_eq!(schedule.due(start, 500) - start, Duration::from_millis(500));
+        let slow = Schedule {
+            rate: 1e-300,
+            ..schedule
+        };
+        assert_eq!(slow.due(start, 1) - start, schedule.window);
     }
 }
