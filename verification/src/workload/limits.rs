@@ -29,7 +29,18 @@ pub const MAX_INPUT_BYTES: u64 = 1 << 30;
 /// is not UTF-8, or a reason `each` returns) is [`KvError::Malformed`]
 /// naming the line.
 pub fn for_each_line(
+    input: impl BufRead,
+    each: impl FnMut(usize, &str) -> Result<(), String>,
+) -> Result<(), KvError> {
+    for_each_line_within(input, MAX_LINE_BYTES, MAX_INPUT_BYTES, each)
+}
+
+/// [`for_each_line`] with a per-line limit of `max_line` bytes and a
+/// per-file limit of `max_input` bytes.
+fn for_each_line_within(
     mut input: impl BufRead,
+    max_line: usize,
+    max_input: u64,
     mut each: impl FnMut(usize, &str) -> Result<(), String>,
 ) -> Result<(), KvError> {
     let mut buf = Vec::new();
@@ -37,16 +48,16 @@ pub fn for_each_line(
     for line in 1.. {
         let malformed = |reason: String| KvError::Malformed { line, reason };
         buf.clear();
-        let read = std::io::Read::take(&mut input, MAX_LINE_BYTES as u64 + 1)
+        let read = std::io::Read::take(&mut input, max_line as u64 + 1)
             .read_until(b'\n', &mut buf)
             .map_err(|e| malformed(format!("cannot read: {e}")))?;
         if read == 0 {
             break;
         }
         total += read as u64;
-        if total > MAX_INPUT_BYTES {
+        if total > max_input {
             return Err(malformed(format!(
-                "the file is longer than {MAX_INPUT_BYTES} bytes (the input limit)"
+                "the file is longer than {max_input} bytes (the input limit)"
             )));
         }
         if buf.last() == Some(&b'\n') {
@@ -54,9 +65,9 @@ pub fn for_each_line(
             if buf.last() == Some(&b'\r') {
                 buf.pop();
             }
-        } else if buf.len() > MAX_LINE_BYTES {
+        } else if buf.len() > max_line {
             return Err(malformed(format!(
-                "line longer than {MAX_LINE_BYTES} bytes (the per-line limit)"
+                "line longer than {max_line} bytes (the per-line limit)"
             )));
         }
         let text = std::str::from_utf8(&buf)
@@ -153,6 +164,23 @@ mod tests {
         );
         assert!(
             matches!(lines(b"ok\n\xff\n"), Err(KvError::Malformed { line: 2, reason }) if reason.contains("UTF-8"))
+        );
+    }
+
+    fn small(text: &[u8]) -> Result<(), KvError> {
+        for_each_line_within(text, 4, 10, |_, _| Ok(()))
+    }
+
+    #[test]
+    fn the_file_limit_counts_every_byte() {
+        assert!(small(b"abcd\n\n\nab").is_ok());
+        let over = small(b"abcd\n\n\nabcd");
+        assert!(
+            matches!(over, Err(KvError::Malformed { line: 4, reason }) if reason.contains("input limit"))
+        );
+        let long = small(b"ab\nabcde\n");
+        assert!(
+            matches!(long, Err(KvError::Malformed { line: 2, reason }) if reason.contains("longer than 4 bytes"))
         );
     }
 
