@@ -920,10 +920,16 @@ fn flags_and_files_exit_with_their_code_and_message() {
 #[test]
 fn there_are_at_least_150_cases() {
     let dir = scratch("count");
-    let total = event_cases().len() + 1 + trace_cases().len() + 1 + flag_cases(&dir).len();
+    let (events, traces, flags) = (
+        event_cases().len(),
+        trace_cases().len(),
+        flag_cases(&dir).len(),
+    );
     let _ = std::fs::remove_dir_all(&dir);
+    // Plus the UTF-8 and chaining-switch test and the limit-edge test.
+    let total = events + 1 + traces + 1 + flags;
     assert!(total >= 150, "only {total} cases");
-    println!("{total} hostile-input cases");
+    println!("{total} hostile-input cases: {events} event lines, {traces} trace lines, {flags} command lines, 2 more");
 }
 
 /// A line that may be valid, near-valid or garbage.
