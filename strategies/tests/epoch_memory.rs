@@ -62,9 +62,16 @@ fn block(h: u64) -> BlockPair {
     BlockPair::new(h % 13, h)
 }
 
+/// Steps of one churn, gates of the single-threaded run and writer rounds
+/// of the concurrent one: miri interprets every step, so it runs a few
+/// (still every kind of step, a split included, and every gate dropped).
+const STEPS: u64 = if cfg!(miri) { 24 } else { 200 };
+const GATES: u64 = if cfg!(miri) { 10 } else { 64 };
+const ROUNDS: u64 = if cfg!(miri) { 1 } else { 20 };
+
 /// Grows, demotes, promotes, cuts and splits one gate through its API.
 fn churn<G: ShapeGate>(g: &G, seed: u64) {
-    for i in 0..200u64 {
+    for i in 0..STEPS {
         let h = seed * 1_000_000 + i;
         let slot = Slot((i % 3) as u16);
         match i % 10 {
@@ -85,7 +92,7 @@ fn churn<G: ShapeGate>(g: &G, seed: u64) {
             8 => {
                 let _ = g.exclusive_commit(None, |w| Commit::unchanged(cut_at(w, slot, 2)));
             }
-            _ if i > 150 => {
+            _ if i > STEPS * 3 / 4 => {
                 let _ = g.exclusive_commit(None, |w| {
                     let len = w.len();
                     if len > 2 {
@@ -134,7 +141,7 @@ fn drained<R: Reclaim>(what: &str) {
 /// allocation returns to where it started.
 fn single_threaded<R: Reclaim>() {
     let before = net_bytes();
-    let gates: Vec<EpochGate<R>> = (0..64).map(|n| leaf(1 + n % 20)).collect();
+    let gates: Vec<EpochGate<R>> = (0..GATES).map(|n| leaf(1 + n % 20)).collect();
     {
         let _pin = R::pin();
         gates
@@ -149,7 +156,7 @@ fn single_threaded<R: Reclaim>() {
         .enumerate()
         .skip(8)
         .for_each(|(i, g)| churn(g, i as u64));
-    assert!(LIVE_SNAPSHOTS.get() >= 64 && LIVE_BUFFERS.get() >= 64);
+    assert!(LIVE_SNAPSHOTS.get() >= GATES as i64 && LIVE_BUFFERS.get() >= GATES as i64);
     drop(gates);
     drained::<R>(R::NAME);
     let leaked = net_bytes() - before;
@@ -165,7 +172,7 @@ fn single_threaded<R: Reclaim>() {
 /// dropped through the reclaimer (as the tree drops unlinked nodes).
 fn concurrent<R: Reclaim>() {
     let gates: Arc<Vec<Arc<EpochGate<R>>>> =
-        Arc::new((0..16).map(|n| Arc::new(leaf(1 + n))).collect());
+        Arc::new((0..GATES.min(16)).map(|n| Arc::new(leaf(1 + n))).collect());
     let stop = Arc::new(AtomicBool::new(false));
     let readers: Vec<_> = (0..2)
         .map(|_| {
@@ -185,7 +192,7 @@ fn concurrent<R: Reclaim>() {
         .map(|w| {
             let gates = Arc::clone(&gates);
             thread::spawn(move || {
-                for round in 0..20 {
+                for round in 0..ROUNDS {
                     gates
                         .iter()
                         .skip(w as usize)

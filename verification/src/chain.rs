@@ -2,7 +2,9 @@
 //! `external = hash(parent external, local)`, so a sequence's external hashes
 //! are a pure function of its local hashes, as an engine's would be.
 
-use crtc::types::{BlockPair, ExternalSequenceBlockHash, LocalBlockHash};
+use crtc::types::{
+    BlockPair, ExternalSequenceBlockHash, LocalBlockHash, RouterEvent, WorkerWithDpRank,
+};
 
 /// The external hash of a block with local hash `local` after `parent`.
 pub fn chain_hash(
@@ -52,4 +54,18 @@ pub fn tail_hash(locals: &[u64]) -> Option<ExternalSequenceBlockHash> {
 /// Local hashes from raw values.
 pub fn locals(values: &[u64]) -> Vec<LocalBlockHash> {
     values.iter().map(|&v| LocalBlockHash(v)).collect()
+}
+
+/// `rank` stores `locals` after the sequence `prefix` (parent: its tail).
+pub fn stored_after(rank: WorkerWithDpRank, prefix: &[u64], locals: &[u64]) -> RouterEvent {
+    let parent = tail_hash(prefix);
+    RouterEvent::stored(rank, parent, chained(parent, locals))
+}
+
+/// `rank` removes the blocks `locals` that follow the sequence `prefix`.
+pub fn removed_after(rank: WorkerWithDpRank, prefix: &[u64], locals: &[u64]) -> RouterEvent {
+    let hashes = chained(tail_hash(prefix), locals)
+        .into_iter()
+        .map(|b| b.external);
+    RouterEvent::removed(rank, hashes.collect())
 }

@@ -10,7 +10,7 @@ use crtc::types::{
 };
 use crtc::{EventOutcome, Indexer, IndexerConfig, TreeConfig};
 use crtc_strategies::ShapeGate;
-use crtc_verification::chain::{chained, tail_hash};
+use crtc_verification::chain::{chained, removed_after, stored_after, tail_hash};
 use crtc_verification::reference::{Classification, Reference};
 use crtc_verification::workload::jsonl::read_jsonl;
 use crtc_verification::workload::mooncake::parse_mooncake;
@@ -20,15 +20,11 @@ fn rank(worker: u64) -> WorkerWithDpRank {
 }
 
 fn store(worker: u64, prefix: &[u64], locals: &[u64]) -> RouterEvent {
-    let parent = tail_hash(prefix);
-    RouterEvent::stored(rank(worker), parent, chained(parent, locals))
+    stored_after(rank(worker), prefix, locals)
 }
 
 fn remove(worker: u64, prefix: &[u64], locals: &[u64]) -> RouterEvent {
-    let hashes = chained(tail_hash(prefix), locals)
-        .into_iter()
-        .map(|b| b.external);
-    RouterEvent::removed(rank(worker), hashes.collect())
+    removed_after(rank(worker), prefix, locals)
 }
 
 /// What a bad operation must produce.

@@ -184,13 +184,22 @@ fn step<R: Reclaim>(g: &EpochGate<R>, plain: &mut PlainShape, rng: &mut Lcg) {
     }
 }
 
+/// Rounds of the longer tests: miri interprets every step, so it runs a
+/// few of them (still every branch of `step`; the native runs cover the
+/// state space, miri the memory accesses).
+const ROUNDS: u64 = if cfg!(miri) { 2 } else { 150 };
+/// Rounds and steps per round of `matches_a_plain_shape`, whose every step
+/// compares every lookup (the heaviest test under miri).
+const PLAIN_ROUNDS: u64 = if cfg!(miri) { 1 } else { 150 };
+const STEPS: u64 = if cfg!(miri) { 20 } else { 40 };
+
 fn matches_a_plain_shape<R: Reclaim>() {
     let mut rng = Lcg(11);
-    for _ in 0..150 {
+    for _ in 0..PLAIN_ROUNDS {
         let first = init(1 + rng.below(6), &[0]);
         let mut plain = PlainShape::new(first.clone());
         let g = EpochGate::<R>::new(first);
-        for _ in 0..40 {
+        for _ in 0..STEPS {
             step(&g, &mut plain, &mut rng);
             assert_eq!(g.read(|s| observe(s)), observe(&plain));
             assert_eq!(g.plan(|s| observe(s)).0, observe(&plain));
@@ -228,7 +237,7 @@ fn readers_see_only_states_the_node_had<R: Reclaim>() {
     let mut history: FxHashSet<State> = FxHashSet::default();
     history.insert(g.read(|s| state(s)));
     let mut rng = Lcg(5);
-    for block in 100..3000u64 {
+    for block in 100..100 + 20 * ROUNDS {
         match rng.below(6) {
             0 => {
                 g.shared_commit(None, |w| promote_full(w, Slot(1)))
@@ -283,7 +292,7 @@ fn exclusive_sections_are_atomic_for_readers<R: Reclaim>() {
     };
     let mut block = 10;
     // Relaxed: a progress count only.
-    while block < 4_000 || reads.load(Ordering::Relaxed) < 200 {
+    while block < 25 * ROUNDS || reads.load(Ordering::Relaxed) < ROUNDS as usize {
         block += 1;
         g.exclusive_commit(None, |w| {
             // The map changes first, as a split's hand-off does.
