@@ -10,7 +10,7 @@
 //! schedule happened to be. Sizes stay tiny: each event costs miri
 //! milliseconds.
 
-use crtc::tree::ReclaimConfig;
+use crtc::tree::SweepPolicy;
 use crtc::types::{LocalBlockHash, RouterEvent, WorkerWithDpRank};
 use crtc::{Tree, TreeConfig};
 use crtc_strategies::sync::{thread, Arc};
@@ -29,7 +29,7 @@ fn score<G: ShapeGate>(tree: &Tree<G>, worker: u64, locals: &[u64]) -> u32 {
 /// A tree that sweeps as soon as one block is dead.
 fn eager_tree<G: ShapeGate>() -> Tree<G> {
     Tree::new(TreeConfig {
-        reclaim: ReclaimConfig::eager(),
+        sweep: SweepPolicy::eager(),
         ..TreeConfig::default()
     })
 }
