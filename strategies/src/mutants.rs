@@ -74,9 +74,13 @@ pub enum Mutant {
     SeqlockRetireBeforeUnpublish = 15,
     /// Sweep: the child set a sweep replaces when it unlinks a leaf (and the
     /// unlinked entry of a sharded set) is freed at once instead of retired,
-    /// so a reader walking into the leaf under its pin holds freed memory.
-    /// Property: nothing is freed while a pinned reader holds it (sweeps on,
-    /// grace-period reclaimer, a reader racing `unlink_if_stale`).
+    /// so a reader walking into the leaf under its pin holds freed memory
+    /// (the compact set at once; the leaf itself when the sweep drops its
+    /// candidate list). Property: nothing is freed while a pinned reader
+    /// holds it (sweeps on, a reader racing `unlink_if_stale`). The free
+    /// happens in the sweeper's own code, not in deferred work, so the
+    /// checker must watch every deallocation during the model, not only the
+    /// reclaimer's.
     SweepFreesBeforeGrace = 16,
     /// Seqlock: a successful fast-path append does not bump the plan
     /// version, so a plan made before it (on the old tail) still commits.
