@@ -246,6 +246,14 @@ fn run_paper(
         .trace
         .clone()
         .unwrap_or_else(|| PathBuf::from(compare::paper::DEFAULT_TRACE));
+    // A trace that is there must load before the presets run for minutes
+    // (an absent one is skipped with a note by the paper itself).
+    if trace.exists() {
+        compare::load_workload(&CompareOptions {
+            source: Source::Trace(trace.clone()),
+            ..options.clone()
+        })?;
+    }
     let reports = compare::paper::write_paper(options, dir, &trace, say)?;
     let failures: Vec<String> = reports
         .iter()

@@ -830,6 +830,17 @@ fn flag_cases(dir: &std::path::Path) -> Vec<FlagCase> {
             "is a directory",
         ),
         // Data errors: exit 1, naming the file and line.
+        case(
+            &[
+                "compare",
+                "--paper",
+                &format!("{here}/paper"),
+                "--trace",
+                &huge,
+            ],
+            1,
+            "line 1: field `output_length`",
+        ),
         case(&["compare", "--events", &missing], 1, "cannot open"),
         case(&["compare", "--trace", &missing], 1, "cannot open"),
         case(&["compare", "--events", &here], 1, "line 1: cannot read"),
