@@ -218,11 +218,17 @@ impl<R: Reclaim> EpochGate<R> {
     }
 
     /// The current snapshot for the mutex holder.
-    fn locked<'l>(&'l self, _lock: &'l MutexGuard<'_, ()>) -> &'l Snapshot {
+    ///
+    /// # Safety
+    /// `_lock` guards this gate's own mutex (`self.lock`): only its holder
+    /// replaces and retires the snapshot, so the snapshot outlives the lock
+    /// without a pin.
+    unsafe fn locked<'l>(&'l self, _lock: &'l MutexGuard<'_, ()>) -> &'l Snapshot {
         // Relaxed: only mutex holders store the pointer; the mutex orders them.
         let ptr = self.snap.load(Ordering::Relaxed);
-        // SAFETY: only the mutex holder replaces and retires the snapshot,
-        // and it retires it last, in `publish`, after its final use.
+        // SAFETY: the caller holds the gate's mutex, and its holder retires
+        // the snapshot only after its final use (`write` and
+        // `try_append_at_tail` retire after `publish` returned).
         unsafe { &*ptr }
     }
 
@@ -267,7 +273,8 @@ impl<R: Reclaim> EpochGate<R> {
         }
         READ_FALLBACKS.bump();
         let lock = self.lock.lock();
-        let snap = self.locked(&lock);
+        // SAFETY: `lock` guards `self.lock`.
+        let snap = unsafe { self.locked(&lock) };
         let len = snap.edge.live_locked().max(snap.len);
         f(&View::new(&snap.edge, len, &snap.cover))
     }
@@ -371,7 +378,9 @@ impl<R: Reclaim> EpochGate<R> {
             return Err(Stale);
         }
         let _section = exclusive.then(|| Exclusive::open(&self.seq));
-        let cur = self.locked(&lock);
+        // SAFETY: `lock` guards `self.lock` (but under the mutant
+        // `EpochUnexcludedWriters`, broken on purpose).
+        let cur = unsafe { self.locked(&lock) };
         let mut writer = Writer::new(cur);
         let (value, shape_changed) = f(&mut writer);
         let replaced = self.publish(cur, writer.finish());
@@ -463,7 +472,9 @@ unsafe impl<R: Reclaim> ShapeGate for EpochGate<R> {
     ) -> Result<usize, AppendMiss> {
         let mut unshared = None;
         let lock = self.writer_mutex(&mut unshared).lock();
-        let cur = self.locked(&lock);
+        // SAFETY: `lock` guards `self.lock` (but under the mutant
+        // `EpochUnexcludedWriters`, broken on purpose).
+        let cur = unsafe { self.locked(&lock) };
         let mut writer = Writer::new(cur);
         append_eligibility(&writer, slot, parent, blocks)?;
         let old_len = writer.len();
