@@ -262,6 +262,14 @@ fn run_paper(
     Ok(exit_code(&failures))
 }
 
+/// Removes an output file created before a run that then failed, so no
+/// empty file is left looking like a result.
+fn discard(path: Option<&Path>) {
+    if let Some(path) = path {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
 /// Every check of a compare command line that needs no input file.
 fn compare_usage(args: &CompareArgs, matches: &ArgMatches) -> Result<CompareOptions, CompareError> {
     let options = compare_options(args)?;
@@ -292,7 +300,7 @@ fn run_compare(args: &CompareArgs, matches: &ArgMatches) -> Result<ExitCode, Fai
     if let Some(dir) = &args.paper {
         return run_paper(&options, args, dir);
     }
-    let report = compare::run(&options)?;
+    let report = compare::run(&options).inspect_err(|_| discard(args.json.as_deref()))?;
     say(&report.render());
     if let Some(path) = &args.json {
         write_file(path, |out| writeln!(out, "{}", report.to_json()))?;
@@ -311,7 +319,7 @@ fn run_gen(args: &GenArgs, matches: &ArgMatches) -> Result<ExitCode, Failure> {
     usage(compare::validate(&options))?;
     usage(applicable_flags(&options, given(matches)))?;
     usage(prepare_file("--out", &args.out))?;
-    let workload = compare::load_workload(&options)?;
+    let workload = compare::load_workload(&options).inspect_err(|_| discard(Some(&args.out)))?;
     write_file(&args.out, |mut out| write_jsonl(&workload, &mut out))?;
     say(&format!(
         "wrote {} ({}: {}, {} ops)\n",

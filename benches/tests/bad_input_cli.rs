@@ -924,6 +924,10 @@ fn flags_and_files_exit_with_their_code_and_message() {
             ));
         }
     }
+    // Output files created before a run that failed are removed again.
+    for name in ["g2.jsonl", "g3.jsonl"] {
+        assert!(!dir.join(name).exists(), "{name} left behind");
+    }
     let _ = std::fs::remove_dir_all(&dir);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
