@@ -29,7 +29,11 @@ skip() {
 
 command -v rustup >/dev/null || skip "no rustup"
 rustup run nightly rustc --version >/dev/null 2>&1 || skip "no nightly toolchain"
-rustup component add --toolchain nightly miri rust-src >/dev/null 2>&1 ||
+installed() {
+    cargo +nightly miri --version >/dev/null 2>&1 &&
+        rustup component list --toolchain nightly --installed 2>/dev/null | grep -q '^rust-src'
+}
+installed || rustup component add --toolchain nightly miri rust-src >/dev/null 2>&1 ||
     skip "cannot install the nightly miri and rust-src components"
 cargo +nightly miri setup >/dev/null 2>&1 || skip "cargo miri setup failed"
 
