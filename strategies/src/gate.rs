@@ -31,9 +31,10 @@ use crate::hash::{BlockPair, ExternalSequenceBlockHash, Slot};
 use crate::reclaim::Reclaim;
 use crate::shape::{ShapeInit, ShapeRead, ShapeWrite};
 
-/// A shape version: the token a plan carries to its commit.
+/// A shape version: the token a plan carries to its commit. Only a gate's
+/// `plan` makes one, so a commit cannot be handed a forged version.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Version(pub u64);
+pub struct Version(pub(crate) u64);
 
 /// The shape changed since the plan was made; the caller re-plans.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
