@@ -1,10 +1,70 @@
 //! crtc: a compressed concurrent radix tree for KV-cache-aware routing,
 //! generic over its node synchronization strategy.
 //!
+//! # Architecture
+//!
+//! ```text
+//!  events (per rank, in order)          queries (any thread)
+//!        |                                     |
+//!   Indexer<G>: lane threads,                  |
+//!   sticky per-rank routing                    |
+//!        |                                     |
+//!   Lane<G> (one per writer thread):           |
+//!   rank -> block -> node lookups,             |
+//!   reclamation tallies                        |
+//!        v                                     v
+//!   Tree<G>: compressed edges, children keyed by first local hash,
+//!   per-node coverage (full ranks + cutoffs) behind the node's gate G
+//!        |
+//!   G: ShapeGate (crate crtc-strategies): RwLock, seqlock or epoch/RCU;
+//!   plan under a version, commit when the version still holds
+//! ```
+//!
+//! A store takes the decode fast path (one critical section at the leaf's
+//! tail) or the general planning path (`tree::store`: a parent walk, then a
+//! child walk); removals, clears and rank removal unmap coverage and leave
+//! holder-less leaves to a scheduled sweep ([`tree::SweepPolicy`]); a query
+//! walks from the root crediting each rank's covered prefix. Each module
+//! opens with its protocol; `papers/protocols.md` puts them together.
+//!
+//! # Example
+//!
+//! Build a tree over the RwLock gate (any [`ShapeGate`] works the same way),
+//! apply a rank's stores, and score a query:
+//!
+//! ```
+//! use crtc::types::{
+//!     BlockPair, ExternalSequenceBlockHash, LocalBlockHash, RouterEvent, WorkerWithDpRank,
+//! };
+//! use crtc::{RwLockGate, Tree, TreeConfig};
+//!
+//! let tree = Tree::<RwLockGate>::new(TreeConfig::default());
+//! let mut lane = tree.new_lane();
+//! let rank = WorkerWithDpRank::new(7, 0);
+//! let block = |local, external| BlockPair {
+//!     local: LocalBlockHash(local),
+//!     external: ExternalSequenceBlockHash(external),
+//! };
+//! // Blocks 1, 2 from the root, then block 3 after block 2 (a decode step).
+//! let prompt = RouterEvent::stored(rank, None, vec![block(1, 101), block(2, 102)]);
+//! tree.apply_event(&mut lane, &prompt).unwrap();
+//! let decode = RouterEvent::stored(
+//!     rank,
+//!     Some(ExternalSequenceBlockHash(102)),
+//!     vec![block(3, 103)],
+//! );
+//! tree.apply_event(&mut lane, &decode).unwrap();
+//!
+//! // The rank holds the first three blocks of this query, not the fourth.
+//! let query = [1, 2, 3, 4].map(LocalBlockHash);
+//! let scores = tree.find_matches(&query, false);
+//! assert_eq!(scores.score(rank), 3);
+//! ```
+//!
 //! # The read contract
 //!
-//! Every strategy ([`strategies::ShapeGate`]) satisfies, against the
-//! reference model (`crtc_verification::reference`):
+//! Every strategy satisfies, against the reference model (crate
+//! `crtc-verification`, `verification/src/reference.rs`):
 //!
 //! - **C1 never overcount**: a score is at most the rank's held prefix (for a
 //!   concurrent read, the largest held prefix at some instant of the read).
@@ -18,14 +78,20 @@
 //!   **C7** bad input is an error value ([`types::KvError`]); **C8** memory is
 //!   bounded by live memberships after removals and a sweep.
 //!
-//! The tree is [`Tree`]; [`Indexer`] puts lane threads in front of it. The
-//! design and the protocols are in the `papers/` directory and in each
-//! module's documentation.
+//! The tests that hold each strategy to the contract are in
+//! `verification/tests/` (differential, stress, soak, memory) and the model
+//! checks in `verification/src/models/`.
 #![warn(missing_docs)]
 
 pub mod indexer;
 pub mod tree;
 pub mod types;
-pub use crtc_strategies as strategies;
+#[cfg(feature = "epoch")]
+pub use crtc_strategies::CrossbeamEpochGate;
+#[cfg(feature = "seize")]
+pub use crtc_strategies::SeizeEpochGate;
+#[cfg(feature = "seqlock")]
+pub use crtc_strategies::SeqlockGate;
+pub use crtc_strategies::{RwLockGate, ShapeGate};
 pub use indexer::{Indexer, IndexerConfig};
 pub use tree::{EventOutcome, Lane, NodeInfo, StoreOutcome, Tree, TreeConfig};

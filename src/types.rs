@@ -183,9 +183,12 @@ mod rank_map {
     }
 }
 
-/// Why an event was rejected. Errors are values: the tree is unchanged by a
+/// Why an event was rejected: a refusal of the tree, or the indexer having
+/// shut down ([`KvError::Closed`]). Parsing files is not the library's job;
+/// the file readers have their own error. Errors are values: the tree is unchanged by a
 /// rejected event except where the variant says so.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum KvError {
     /// A store names a parent the rank does not hold (or no longer covers).
     ParentBlockNotFound {
@@ -213,13 +216,6 @@ pub enum KvError {
     },
     /// The indexer has shut down; the event was not applied.
     Closed,
-    /// A line of an event or trace file could not be parsed.
-    Malformed {
-        /// 1-based line number.
-        line: usize,
-        /// What was wrong.
-        reason: String,
-    },
 }
 
 impl fmt::Display for KvError {
@@ -244,7 +240,6 @@ impl fmt::Display for KvError {
             }
             KvError::EmptyStore { rank } => write!(f, "rank {rank}: store without blocks"),
             KvError::Closed => write!(f, "the indexer has shut down"),
-            KvError::Malformed { line, reason } => write!(f, "line {line}: {reason}"),
         }
     }
 }

@@ -7,13 +7,13 @@
 //! mutated lines to both readers: nothing may panic, and what they keep is
 //! bounded by the input's size and the stated limits.
 
-use crtc::types::KvError;
 use crtc_verification::chain::chained;
 use crtc_verification::workload::jsonl::{read_jsonl, read_jsonl_with, Chaining};
 use crtc_verification::workload::limits::MAX_LINE_BYTES;
 use crtc_verification::workload::mooncake::{
     check_fits, parse_mooncake, MAX_HASH_ID, MAX_OUTPUT_TOKENS, MAX_TRACE_BLOCKS,
 };
+use crtc_verification::workload::ParseError;
 use crtc_verification::workload::{WorkloadOp, BLOCK_TOKENS};
 use proptest::prelude::*;
 use std::path::PathBuf;
@@ -35,7 +35,7 @@ fn event_error(bad: &str) -> Result<(usize, String), String> {
     let (store, ..) = good_store();
     let text = format!("{store}\n{{\"t\":\"query\",\"locals\":[1]}}\n{bad}\n{store}\n");
     match read_jsonl(text.as_bytes(), "bad") {
-        Err(KvError::Malformed { line, reason }) => Ok((line, reason)),
+        Err(ParseError { line, reason }) => Ok((line, reason)),
         other => Err(format!("expected an error, got {other:?}")),
     }
 }
@@ -315,7 +315,7 @@ fn invalid_utf8_and_unchained_streams() {
     let mut bytes = format!("{store}\n\n").into_bytes();
     bytes.extend_from_slice(b"{\"t\":\"query\",\"locals\":[1]}\xff\n");
     match read_jsonl(bytes.as_slice(), "utf8") {
-        Err(KvError::Malformed { line: 3, reason }) => assert!(reason.contains("UTF-8")),
+        Err(ParseError { line: 3, reason }) => assert!(reason.contains("UTF-8")),
         other => panic!("{other:?}"),
     }
     // With the rule unchecked, the same broken chain is accepted.
@@ -332,7 +332,7 @@ fn trace_error(bad: &str) -> Result<(usize, String), String> {
     let good = r#"{"timestamp": 1, "input_length": 10, "output_length": 1, "hash_ids": [1]}"#;
     let text = format!("{good}\n\n{bad}\n{good}\n");
     match parse_mooncake(text.as_bytes()) {
-        Err(KvError::Malformed { line, reason }) => Ok((line, reason)),
+        Err(ParseError { line, reason }) => Ok((line, reason)),
         other => Err(format!("expected an error, got {other:?}")),
     }
 }
@@ -528,7 +528,7 @@ fn trace_limits_accept_their_bounds_and_requests_must_fit_the_cache() {
     let requests = parse_mooncake(text.as_bytes()).unwrap();
     assert!(check_fits(&requests, 17).is_ok());
     match check_fits(&requests, 16) {
-        Err(KvError::Malformed { line: 3, reason }) => {
+        Err(ParseError { line: 3, reason }) => {
             assert!(
                 reason.contains("17 blocks (16 prompt + 1 output)"),
                 "{reason}"

@@ -84,13 +84,6 @@ impl<G: ShapeGate> Default for Children<G> {
 }
 
 impl<G: ShapeGate> Children<G> {
-    /// A child set holding exactly `entries`.
-    pub fn with(entries: Vec<Entry<G>>) -> Self {
-        Self {
-            set: AtomicBox::new(set_from(entries)),
-        }
-    }
-
     /// The child under `key`, borrowed for the guard's lifetime.
     #[inline]
     pub fn get<'g>(&'g self, key: LocalBlockHash, guard: &'g Guard<G>) -> Option<&'g Node<G>> {
@@ -163,11 +156,6 @@ impl<G: ShapeGate> Children<G> {
                     })
                     .sum(),
             }
-    }
-
-    /// Whether the set is sharded (diagnostics and tests).
-    pub fn is_sharded(&self, guard: &Guard<G>) -> bool {
-        matches!(self.set.load(guard), ChildSet::Sharded(_))
     }
 
     /// Links `child` under `key` unless a child holds the key already.

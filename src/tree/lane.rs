@@ -26,7 +26,7 @@ use rustc_hash::FxHashMap;
 
 /// A dense, lane-local name for a held node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct NodeId(u32);
+pub(crate) struct NodeId(u32);
 
 struct Hold<G: ShapeGate> {
     node: Arc<Node<G>>,
@@ -80,7 +80,7 @@ impl<G: ShapeGate> Lane<G> {
     }
 
     /// Registers `rank` on this lane (removals are no longer unknown).
-    pub fn add_rank(&mut self, rank: WorkerWithDpRank) {
+    pub(crate) fn add_rank(&mut self, rank: WorkerWithDpRank) {
         self.ranks.entry(rank).or_default();
     }
 
@@ -122,13 +122,17 @@ impl<G: ShapeGate> Lane<G> {
 
     /// The id of the entry `(rank, hash)`.
     #[inline]
-    pub fn entry(&self, rank: WorkerWithDpRank, hash: ExternalSequenceBlockHash) -> Option<NodeId> {
+    pub(crate) fn entry(
+        &self,
+        rank: WorkerWithDpRank,
+        hash: ExternalSequenceBlockHash,
+    ) -> Option<NodeId> {
         self.ranks.get(&rank)?.get(&hash).copied()
     }
 
     /// The held node behind `id`, borrowed (no reference count change).
     #[inline]
-    pub fn node(&self, id: NodeId) -> &Arc<Node<G>> {
+    pub(crate) fn node(&self, id: NodeId) -> &Arc<Node<G>> {
         match &self.holds[id.0 as usize] {
             Some(hold) => &hold.node,
             None => unreachable!("entries name only held nodes"),
@@ -136,7 +140,7 @@ impl<G: ShapeGate> Lane<G> {
     }
 
     /// The id of `node` if an entry names it.
-    pub fn id_of(&self, node: &Node<G>) -> Option<NodeId> {
+    pub(crate) fn id_of(&self, node: &Node<G>) -> Option<NodeId> {
         self.by_addr.get(&node.addr()).copied()
     }
 
@@ -177,7 +181,7 @@ impl<G: ShapeGate> Lane<G> {
 
     /// Points the entries of `hashes` at the held node `id`; returns how many
     /// were new or changed.
-    pub fn upsert_held(
+    pub(crate) fn upsert_held(
         &mut self,
         rank: WorkerWithDpRank,
         hashes: impl IntoIterator<Item = ExternalSequenceBlockHash>,
@@ -202,7 +206,7 @@ impl<G: ShapeGate> Lane<G> {
     }
 
     /// Points the entries of `hashes` at `node`; returns how many changed.
-    pub fn upsert(
+    pub(crate) fn upsert(
         &mut self,
         rank: WorkerWithDpRank,
         hashes: impl IntoIterator<Item = ExternalSequenceBlockHash>,
@@ -217,7 +221,11 @@ impl<G: ShapeGate> Lane<G> {
     }
 
     /// Removes the entry `(rank, hash)`.
-    pub fn remove(&mut self, rank: WorkerWithDpRank, hash: ExternalSequenceBlockHash) -> bool {
+    pub(crate) fn remove(
+        &mut self,
+        rank: WorkerWithDpRank,
+        hash: ExternalSequenceBlockHash,
+    ) -> bool {
         let Some(id) = self.ranks.get_mut(&rank).and_then(|m| m.remove(&hash)) else {
             return false;
         };
@@ -226,7 +234,7 @@ impl<G: ShapeGate> Lane<G> {
     }
 
     /// Removes the entries of `hashes` that name one of `nodes`.
-    pub fn remove_naming(
+    pub(crate) fn remove_naming(
         &mut self,
         rank: WorkerWithDpRank,
         hashes: &[ExternalSequenceBlockHash],
@@ -241,7 +249,7 @@ impl<G: ShapeGate> Lane<G> {
     }
 
     /// Moves the entry `(rank, hash)` from `from` to `to` if it names `from`.
-    pub fn redirect(
+    pub(crate) fn redirect(
         &mut self,
         rank: WorkerWithDpRank,
         hash: ExternalSequenceBlockHash,
@@ -259,7 +267,7 @@ impl<G: ShapeGate> Lane<G> {
     }
 
     /// Drops every entry of `rank` and unregisters it.
-    pub fn drop_rank(&mut self, rank: WorkerWithDpRank) {
+    pub(crate) fn drop_rank(&mut self, rank: WorkerWithDpRank) {
         let Some(map) = self.ranks.remove(&rank) else {
             return;
         };
@@ -270,7 +278,7 @@ impl<G: ShapeGate> Lane<G> {
 
     /// Length of the run starting at `hashes[0]`: 1 plus the following hashes
     /// whose entries name one of `ids`.
-    pub fn run_naming(
+    pub(crate) fn run_naming(
         &self,
         rank: WorkerWithDpRank,
         hashes: &[ExternalSequenceBlockHash],

@@ -14,9 +14,9 @@
 //! No reference counts are taken, and nothing is allocated per hop beyond the
 //! reused buffers.
 //!
-//! Across hops (DESIGN §8: "a reader may see adjacent shapes, undercount
-//! only"). Each hop is validated on its own; the child pointer comes out of
-//! the parent's validated view, and the pin keeps the child's memory alive.
+//! Across hops a reader may see adjacent shapes, and may only undercount.
+//! Each hop is validated on its own; the child pointer comes out of the
+//! parent's validated view, and the pin keeps the child's memory alive.
 //! We do not couple hops (read the child's version before validating the
 //! parent, as B-tree OLC does) because this tree needs no cross-hop snapshot
 //! for C1: a node is never replaced (a split keeps the prefix in place and

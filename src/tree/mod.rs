@@ -32,7 +32,7 @@ mod slots;
 mod store;
 mod sweep;
 
-pub use lane::{Counter, Lane, LaneCounters, NodeId, Refusal, Tally};
+pub use lane::{Counter, Lane, LaneCounters, Refusal, Tally};
 pub use store::StoreOutcome;
 pub use sweep::{SweepClaim, SweepPolicy, SweepReason, SweepStats, SweepTrigger, FOLD_THRESHOLD};
 

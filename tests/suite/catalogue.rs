@@ -1,4 +1,4 @@
-// The upstream scenario catalogue (reference/upstream-crtc.md §17), rewritten
+// The scenarios of upstream's tree test catalogue (dynamo-kv-router), rewritten
 // as our own tests. Included into each strategy × fast-path module; `G`,
 // `FAST`, `fixture` and `lane_hits` come from the including module.
 

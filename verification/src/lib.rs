@@ -4,7 +4,7 @@
 //! differential harness.
 //!
 //! The harness replays a generated stream of [`Op`]s on a [`Backend`] and, in
-//! lock step, on [`Reference`] (DESIGN §4, upstream-crtc.md §18). At
+//! lock step, on [`Reference`]. At
 //! checkpoints it asks the backend every query of [`queries_for`] and holds
 //! the answers to the read contract:
 //!

@@ -1,4 +1,4 @@
-//! The reference model every strategy is tested against (DESIGN §4).
+//! The reference model every strategy is tested against.
 //!
 //! The model is written from the event semantics only, with no knowledge of
 //! the tree's shape. For every rank it keeps two sets of external hashes:
@@ -17,7 +17,7 @@
 //! For a query (local hashes, chained into external hashes with
 //! [`chain::chain_hash`]) the model answers the longest prefix inside `held`
 //! and the longest prefix inside `reachable`. A backend's score `g` for a rank
-//! is then classified (upstream-crtc.md §18.1):
+//! is then classified:
 //!
 //! - `g > held` — [`Classification::Overcount`], always a bug (C1);
 //! - `g < reachable` — [`Classification::UnexplainedUndercount`] (C3);

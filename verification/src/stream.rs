@@ -1,4 +1,4 @@
-//! The seeded stream generator (in the spirit of upstream-crtc.md §18.2).
+//! The seeded stream generator of the differential harness.
 //!
 //! A stream draws its sequences from a prefix pool: 3 system prompts
 //! (1–3 blocks) × 4 documents (0–6 blocks; the last is 16–24 blocks so edges

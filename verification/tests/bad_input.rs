@@ -14,6 +14,7 @@ use crtc_verification::chain::{chained, removed_after, stored_after, tail_hash};
 use crtc_verification::reference::{Classification, Reference};
 use crtc_verification::workload::jsonl::read_jsonl;
 use crtc_verification::workload::mooncake::parse_mooncake;
+use crtc_verification::workload::ParseError;
 
 fn rank(worker: u64) -> WorkerWithDpRank {
     WorkerWithDpRank::new(worker, 0)
@@ -449,11 +450,11 @@ fn tree_cases<G: ShapeGate>() -> usize {
 fn malformed_at_line_4(
     bad: &str,
     good: &str,
-    parse: impl Fn(&str) -> Result<(), KvError>,
+    parse: impl Fn(&str) -> Result<(), ParseError>,
 ) -> Result<(), String> {
     let text = format!("{good}\n\n{good}\n{bad}\n{good}\n");
     match parse(&text) {
-        Err(KvError::Malformed { line: 4, reason }) if !reason.is_empty() => Ok(()),
+        Err(ParseError { line: 4, reason }) if !reason.is_empty() => Ok(()),
         other => Err(format!(
             "{bad:?}: expected Malformed at line 4, got {other:?}"
         )),

@@ -15,7 +15,7 @@
 //!   serial cross-check against upstream (`--check-upstream`);
 //! - [`run`]: one comparison from options to [`Report`];
 //! - [`output`]: the table and JSON report, SVG charts and paper tables;
-//! - [`validate`]: the rules that refuse options and flags a run cannot use.
+//! - [`validate`](mod@validate): the rules that refuse options and flags a run cannot use.
 //!
 //! Adding a gate is one line in the registry. With feature `upstream`, NVIDIA
 //! Dynamo's published CRTC is one more row and the peer of the serial

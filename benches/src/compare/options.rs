@@ -3,7 +3,9 @@
 //! model, or a recorded event stream), loaded once per run.
 
 use crtc_verification::workload::presets::{self, agentx_placement};
-use crtc_verification::workload::{jsonl, mooncake, EngineConfig, RandomPlacement, Workload};
+use crtc_verification::workload::{
+    jsonl, mooncake, EngineConfig, ParseError, RandomPlacement, Workload,
+};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -25,7 +27,6 @@ pub const DEFAULT_CHECK_LIMIT: usize = 200;
 /// Cargo features this binary was built with, in a fixed order.
 pub fn features() -> Vec<String> {
     [
-        ("rwlock", cfg!(feature = "rwlock")),
         ("seqlock", cfg!(feature = "seqlock")),
         ("epoch", cfg!(feature = "epoch")),
         ("seize", cfg!(feature = "seize")),
@@ -161,13 +162,12 @@ impl From<String> for CompareError {
 pub const UPSTREAM_MISSING: &str =
     "--check-upstream needs the upstream crate: rebuild with `--features upstream`";
 
-fn file_error(path: &Path, error: crtc::types::KvError) -> CompareError {
+fn file_error(path: &Path, error: ParseError) -> CompareError {
     match error {
-        crtc::types::KvError::Malformed { line: 0, reason } => CompareError(reason),
-        crtc::types::KvError::Malformed { line, reason } => {
+        ParseError { line: 0, reason } => CompareError(reason),
+        ParseError { line, reason } => {
             CompareError(format!("{}: line {line}: {reason}", path.display()))
         }
-        other => CompareError(format!("{}: {other}", path.display())),
     }
 }
 

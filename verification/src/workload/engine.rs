@@ -14,7 +14,7 @@
 //! 5. each output block (random tokens, so unique) is a one-block `Stored`
 //!    event on the request's current tail: a decode store.
 //!
-//! External hashes are [`chain::chain_hash`] over the full local path, so
+//! External hashes are [`chain_hash`] over the full local path, so
 //! equal prefixes on different workers carry equal external hashes. Because
 //! eviction is leaf-first and a store's parent is always resident, the stream
 //! is strict: no rank ever holds a block whose prefix it lacks.

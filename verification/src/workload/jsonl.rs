@@ -22,10 +22,10 @@
 //! rejects it, [`read_jsonl_with`] and [`Chaining::Unchecked`] accept it.
 
 use super::limits::{for_each_line, only_fields, parse_object};
-use super::{Workload, WorkloadOp};
+use super::{ParseError, Workload, WorkloadOp};
 use crate::chain::chain_hash;
 use crtc::types::{
-    BlockPair, ExternalSequenceBlockHash, KvCacheEventData, KvError, LocalBlockHash, RouterEvent,
+    BlockPair, ExternalSequenceBlockHash, KvCacheEventData, LocalBlockHash, RouterEvent,
     WorkerWithDpRank,
 };
 use rustc_hash::FxHashMap;
@@ -129,9 +129,9 @@ pub enum Chaining {
 ///
 /// A line that cannot be read or parsed, is over a limit of
 /// [`super::limits`], repeats a key, has a field its kind does not define, or
-/// breaks the chaining rule is a [`KvError::Malformed`] naming the 1-based
+/// breaks the chaining rule is a [`ParseError`] naming the 1-based
 /// line and what was wrong.
-pub fn read_jsonl(input: impl BufRead, name: &str) -> Result<Workload, KvError> {
+pub fn read_jsonl(input: impl BufRead, name: &str) -> Result<Workload, ParseError> {
     read_jsonl_with(input, name, Chaining::Checked)
 }
 
@@ -140,7 +140,7 @@ pub fn read_jsonl_with(
     input: impl BufRead,
     name: &str,
     chaining: Chaining,
-) -> Result<Workload, KvError> {
+) -> Result<Workload, ParseError> {
     let mut workload = Workload::new(name);
     let mut decode = DecodeCounter::default();
     for_each_line(input, |_, line| {
@@ -394,7 +394,7 @@ mod tests {
         let good = r#"{"t":"cleared","worker":1,"rank":0}"#;
         let text = format!("{good}\n\n{good}\n{bad}\n{good}\n");
         match read_jsonl(text.as_bytes(), "bad") {
-            Err(KvError::Malformed { line, reason }) => (line, reason),
+            Err(ParseError { line, reason }) => (line, reason),
             other => panic!("expected Malformed for {bad}, got {other:?}"),
         }
     }

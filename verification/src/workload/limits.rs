@@ -11,7 +11,7 @@
 //! define. Values that size an allocation are bounded by the format's own
 //! limits (see `mooncake`) before anything is allocated from them.
 
-use crtc::types::KvError;
+use super::ParseError;
 use serde::de::{Deserialize, Deserializer, Error as _, MapAccess, Visitor};
 use serde_json::{Map, Value};
 use std::fmt;
@@ -26,7 +26,7 @@ pub const MAX_INPUT_BYTES: u64 = 1 << 30;
 
 /// Calls `each` with every non-blank line of `input` and its 1-based
 /// number; the first error (a read failure, a line over a limit, text that
-/// is not UTF-8, or a reason `each` returns) is [`KvError::Malformed`]
+/// is not UTF-8, or a reason `each` returns) is [`ParseError`]
 /// naming the line.
 pub fn for_each_line(
     input: impl BufRead,
@@ -42,11 +42,11 @@ fn for_each_line_within(
     max_line: usize,
     max_input: u64,
     mut each: impl FnMut(usize, &str) -> Result<(), String>,
-) -> Result<(), KvError> {
+) -> Result<(), ParseError> {
     let mut buf = Vec::new();
     let mut total = 0u64;
     for line in 1.. {
-        let malformed = |reason: String| KvError::Malformed { line, reason };
+        let malformed = |reason: String| ParseError { line, reason };
         buf.clear();
         let read = std::io::Read::take(&mut input, max_line as u64 + 1)
             .read_until(b'\n', &mut buf)
@@ -143,7 +143,7 @@ pub fn only_fields(
 mod tests {
     use super::*;
 
-    fn lines(text: &[u8]) -> Result<Vec<(usize, String)>, KvError> {
+    fn lines(text: &[u8]) -> Result<Vec<(usize, String)>, ParseError> {
         let mut seen = Vec::new();
         for_each_line(text, |n, line| {
             seen.push((n, line.to_owned()));
@@ -160,10 +160,10 @@ mod tests {
         assert_eq!(lines(&exact).unwrap().len(), 1);
         let long = vec![0u8; MAX_LINE_BYTES + 1];
         assert!(
-            matches!(lines(&long), Err(KvError::Malformed { line: 1, reason }) if reason.contains("per-line limit"))
+            matches!(lines(&long), Err(ParseError { line: 1, reason }) if reason.contains("per-line limit"))
         );
         assert!(
-            matches!(lines(b"ok\n\xff\n"), Err(KvError::Malformed { line: 2, reason }) if reason.contains("UTF-8"))
+            matches!(lines(b"ok\n\xff\n"), Err(ParseError { line: 2, reason }) if reason.contains("UTF-8"))
         );
     }
 

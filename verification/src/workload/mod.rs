@@ -14,6 +14,7 @@
 
 pub mod check;
 pub mod engine;
+mod error;
 pub mod jsonl;
 pub mod limits;
 pub mod mooncake;
@@ -23,6 +24,7 @@ use crtc::types::{KvCacheEventData, LocalBlockHash, RouterEvent, WorkerId};
 use std::fmt;
 
 pub use engine::{Engine, EngineConfig, Placement, PrefixHashPlacement, RandomPlacement};
+pub use error::ParseError;
 pub use presets::preset;
 
 /// Tokens per engine block.

@@ -25,9 +25,9 @@
 use super::engine::{Engine, EngineConfig, Placement, RandomPlacement};
 use super::jsonl::{array_field, as_u64};
 use super::limits::{for_each_line, only_fields, parse_object};
-use super::{Workload, BLOCK_TOKENS};
+use super::{ParseError, Workload, BLOCK_TOKENS};
 use crate::chain::mix;
-use crtc::types::{KvError, LocalBlockHash};
+use crtc::types::LocalBlockHash;
 use serde_json::{Map, Value};
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -90,8 +90,8 @@ pub fn engine_prompt(hash_ids: &[u64], input_length: Option<u64>) -> Vec<LocalBl
 }
 
 /// Parses a trace; blank lines are skipped, a bad line (see the module
-/// docs for the limits) is [`KvError::Malformed`] with its 1-based number.
-pub fn parse_mooncake(input: impl BufRead) -> Result<Vec<TraceRequest>, KvError> {
+/// docs for the limits) is [`ParseError`] with its 1-based number.
+pub fn parse_mooncake(input: impl BufRead) -> Result<Vec<TraceRequest>, ParseError> {
     let mut requests = Vec::new();
     for_each_line(input, |line, text| {
         requests.push(parse_request(line, text)?);
@@ -156,14 +156,14 @@ fn parse_request(line: usize, text: &str) -> Result<TraceRequest, String> {
 
 /// Rejects the first request whose prompt and output blocks together exceed
 /// `capacity_blocks`, the per-worker cache.
-pub fn check_fits(requests: &[TraceRequest], capacity_blocks: usize) -> Result<(), KvError> {
+pub fn check_fits(requests: &[TraceRequest], capacity_blocks: usize) -> Result<(), ParseError> {
     let Some(request) = requests
         .iter()
         .find(|r| r.prompt.len() + r.output_blocks > capacity_blocks)
     else {
         return Ok(());
     };
-    Err(KvError::Malformed {
+    Err(ParseError {
         line: request.line,
         reason: format!(
             "the request needs {} blocks ({} prompt + {} output), more than the per-worker \
@@ -191,11 +191,11 @@ pub fn replay_mooncake<P: Placement>(
 
 /// Loads the trace at `path` and replays it with random placement seeded
 /// from `config.seed`. A file that cannot be opened is
-/// `KvError::Malformed { line: 0, .. }`; a request larger than the
+/// `ParseError { line: 0, .. }`; a request larger than the
 /// per-worker cache is an error naming its line ([`check_fits`]).
-pub fn load_mooncake(path: impl AsRef<Path>, config: EngineConfig) -> Result<Workload, KvError> {
+pub fn load_mooncake(path: impl AsRef<Path>, config: EngineConfig) -> Result<Workload, ParseError> {
     let path = path.as_ref();
-    let file = std::fs::File::open(path).map_err(|e| KvError::Malformed {
+    let file = std::fs::File::open(path).map_err(|e| ParseError {
         line: 0,
         reason: format!("cannot open {}: {e}", path.display()),
     })?;
@@ -280,14 +280,14 @@ mod tests {
         for (bad, needle) in cases {
             let text = format!("{good}\n\n{bad}\n{good}\n");
             match parse_mooncake(text.as_bytes()) {
-                Err(KvError::Malformed { line: 3, reason }) => {
+                Err(ParseError { line: 3, reason }) => {
                     assert!(reason.contains(needle), "{bad}: {reason}")
                 }
                 other => panic!("{bad}: {other:?}"),
             }
         }
         let missing = load_mooncake("/nonexistent/trace.jsonl", EngineConfig::default());
-        assert!(matches!(missing, Err(KvError::Malformed { line: 0, .. })));
+        assert!(matches!(missing, Err(ParseError { line: 0, .. })));
     }
 
     #[test]

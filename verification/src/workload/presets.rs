@@ -14,8 +14,8 @@
 //!   the session's first block). Most events are one-block decode stores on a
 //!   request's tail: the traffic the tree's tail-append fast path targets.
 //!
-//! These definitions are ours (upstream's selection-replay workloads are not
-//! public); see `reference/upstream-benches.md` §6.
+//! These definitions are ours: upstream's selection-replay workloads are not
+//! public.
 
 use super::engine::{Engine, EngineConfig, Placement, PrefixHashPlacement, RandomPlacement};
 use super::Workload;
