@@ -456,7 +456,7 @@ fn malformed_at_line_4(
     match parse(&text) {
         Err(ParseError { line: 4, reason }) if !reason.is_empty() => Ok(()),
         other => Err(format!(
-            "{bad:?}: expected Malformed at line 4, got {other:?}"
+            "{bad:?}: expected a ParseError at line 4, got {other:?}"
         )),
     }
 }

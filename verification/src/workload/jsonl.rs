@@ -395,7 +395,7 @@ mod tests {
         let text = format!("{good}\n\n{good}\n{bad}\n{good}\n");
         match read_jsonl(text.as_bytes(), "bad") {
             Err(ParseError { line, reason }) => (line, reason),
-            other => panic!("expected Malformed for {bad}, got {other:?}"),
+            other => panic!("expected a ParseError for {bad}, got {other:?}"),
         }
     }
 

@@ -31,7 +31,7 @@ pub const MAX_INPUT_BYTES: u64 = 1 << 30;
 pub fn for_each_line(
     input: impl BufRead,
     each: impl FnMut(usize, &str) -> Result<(), String>,
-) -> Result<(), KvError> {
+) -> Result<(), ParseError> {
     for_each_line_within(input, MAX_LINE_BYTES, MAX_INPUT_BYTES, each)
 }
 
@@ -167,7 +167,7 @@ mod tests {
         );
     }
 
-    fn small(text: &[u8]) -> Result<(), KvError> {
+    fn small(text: &[u8]) -> Result<(), ParseError> {
         for_each_line_within(text, 4, 10, |_, _| Ok(()))
     }
 
@@ -176,11 +176,11 @@ mod tests {
         assert!(small(b"abcd\n\n\nab").is_ok());
         let over = small(b"abcd\n\n\nabcd");
         assert!(
-            matches!(over, Err(KvError::Malformed { line: 4, reason }) if reason.contains("input limit"))
+            matches!(over, Err(ParseError { line: 4, reason }) if reason.contains("input limit"))
         );
         let long = small(b"ab\nabcde\n");
         assert!(
-            matches!(long, Err(KvError::Malformed { line: 2, reason }) if reason.contains("longer than 4 bytes"))
+            matches!(long, Err(ParseError { line: 2, reason }) if reason.contains("longer than 4 bytes"))
         );
     }
 
