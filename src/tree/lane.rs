@@ -23,6 +23,7 @@ use crtc_strategies::sync::atomic::{AtomicU64, Ordering};
 use crtc_strategies::sync::Arc;
 use crtc_strategies::{AppendMiss, ShapeGate};
 use rustc_hash::FxHashMap;
+use std::collections::hash_map::Entry;
 
 /// A dense, lane-local name for a held node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -233,17 +234,30 @@ impl<G: ShapeGate> Lane<G> {
         true
     }
 
-    /// Removes the entries of `hashes` that name one of `nodes`.
+    /// Removes the entries of `hashes` that name one of `nodes`, probing
+    /// each hash once.
     pub(crate) fn remove_naming(
         &mut self,
         rank: WorkerWithDpRank,
         hashes: &[ExternalSequenceBlockHash],
         nodes: [&Node<G>; 2],
     ) {
-        let ids: Vec<NodeId> = nodes.iter().filter_map(|n| self.id_of(n)).collect();
+        let ids = nodes.map(|n| self.id_of(n));
+        let Some(map) = self.ranks.get_mut(&rank) else {
+            return;
+        };
+        let mut removed = [0isize; 2];
         for &hash in hashes {
-            if self.entry(rank, hash).is_some_and(|id| ids.contains(&id)) {
-                self.remove(rank, hash);
+            if let Entry::Occupied(entry) = map.entry(hash) {
+                if let Some(k) = ids.iter().position(|&id| id == Some(*entry.get())) {
+                    entry.remove();
+                    removed[k] += 1;
+                }
+            }
+        }
+        for (id, n) in ids.into_iter().zip(removed) {
+            if let (Some(id), true) = (id, n > 0) {
+                self.count(id, -n);
             }
         }
     }
@@ -284,10 +298,13 @@ impl<G: ShapeGate> Lane<G> {
         hashes: &[ExternalSequenceBlockHash],
         ids: &[NodeId],
     ) -> usize {
+        let Some(map) = self.ranks.get(&rank) else {
+            return 1;
+        };
         1 + hashes
             .iter()
             .skip(1)
-            .take_while(|&&h| self.entry(rank, h).is_some_and(|id| ids.contains(&id)))
+            .take_while(|h| map.get(h).is_some_and(|id| ids.contains(id)))
             .count()
     }
 }
