@@ -36,6 +36,29 @@ use crate::shape::{ShapeInit, ShapeRead, ShapeWrite};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Version(pub(crate) u64);
 
+/// How a gate's readers synchronize with its writers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ReadPath {
+    /// Readers take a lock (shared or exclusive).
+    Lock,
+    /// Readers run optimistically and validate a version (seqlock).
+    Optimistic,
+    /// Readers follow a published snapshot (epoch/RCU).
+    Snapshot,
+}
+
+impl ReadPath {
+    /// "lock", "optimistic" or "snapshot".
+    pub fn name(self) -> &'static str {
+        match self {
+            ReadPath::Lock => "lock",
+            ReadPath::Optimistic => "optimistic",
+            ReadPath::Snapshot => "snapshot",
+        }
+    }
+}
+
 /// The shape changed since the plan was made; the caller re-plans.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Stale;
@@ -160,6 +183,8 @@ pub fn append_eligibility(
 pub unsafe trait ShapeGate: Send + Sync + Sized + 'static {
     /// The strategy's name in reports and benchmark ids.
     const NAME: &'static str;
+    /// How the strategy's readers synchronize with its writers.
+    const READ_PATH: ReadPath;
     /// The view given to read and plan closures.
     type View<'a>: ShapeRead
     where

@@ -32,6 +32,7 @@ pub mod edge_index;
 #[cfg(feature = "epoch")]
 pub mod epoch;
 pub mod gate;
+mod gates;
 pub mod hash;
 #[cfg(any(crtc_loom, crtc_shuttle))]
 pub mod mutants;
@@ -48,7 +49,7 @@ pub use bits::SlotBits;
 pub use epoch::SeizeEpochGate;
 #[cfg(feature = "epoch")]
 pub use epoch::{CrossbeamEpochGate, DefaultEpochGate, EpochGate};
-pub use gate::{append_eligibility, AppendMiss, Commit, ShapeGate, Stale, Version};
+pub use gate::{append_eligibility, AppendMiss, Commit, ReadPath, ShapeGate, Stale, Version};
 pub use hash::{BlockPair, ExternalSequenceBlockHash, LocalBlockHash, Slot, MAX_SLOTS};
 pub use reclaim::{AtomicBox, DefaultReclaim, EpochGuard, EpochReclaim, Reclaim};
 #[cfg(feature = "seize")]

@@ -55,6 +55,7 @@ impl RwLockGate {
 // under the write lock, which no reader holds at that time.
 unsafe impl ShapeGate for RwLockGate {
     const NAME: &'static str = "rwlock";
+    const READ_PATH: crate::gate::ReadPath = crate::gate::ReadPath::Lock;
     type View<'a> = PlainShape;
     type Writer<'a> = PlainShape;
     type Reclaim = DefaultReclaim;

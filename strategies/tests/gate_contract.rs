@@ -148,7 +148,7 @@ fn coverage_commits_do_not_invalidate<G: ShapeGate>() {
 }
 
 macro_rules! contract {
-    ($name:ident, $gate:ty) => {
+    ($name:ident, $gate:ty, $label:literal) => {
         mod $name {
             #[test]
             fn append_checks() {
@@ -170,10 +170,4 @@ macro_rules! contract {
     };
 }
 
-contract!(rwlock, crtc_strategies::RwLockGate);
-#[cfg(feature = "seqlock")]
-contract!(seqlock, crtc_strategies::SeqlockGate);
-#[cfg(feature = "epoch")]
-contract!(epoch, crtc_strategies::CrossbeamEpochGate);
-#[cfg(feature = "seize")]
-contract!(seize, crtc_strategies::SeizeEpochGate);
+crtc_strategies::for_each_gate!(contract);

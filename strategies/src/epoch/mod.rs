@@ -414,6 +414,7 @@ impl<R: Reclaim> EpochGate<R> {
 // die with the last snapshot holding them.
 unsafe impl<R: Reclaim> ShapeGate for EpochGate<R> {
     const NAME: &'static str = "epoch";
+    const READ_PATH: crate::gate::ReadPath = crate::gate::ReadPath::Snapshot;
     type View<'a> = View<'a>;
     type Writer<'a> = Writer<'a>;
     type Reclaim = R;

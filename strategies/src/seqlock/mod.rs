@@ -198,6 +198,7 @@ impl<R: Reclaim> SeqlockGate<R> {
 // arrays are unpublished, then retired through `R`.
 unsafe impl<R: Reclaim> ShapeGate for SeqlockGate<R> {
     const NAME: &'static str = "seqlock";
+    const READ_PATH: crate::gate::ReadPath = crate::gate::ReadPath::Optimistic;
     type View<'a> = View<'a>;
     type Writer<'a> = Writer<'a, R>;
     type Reclaim = R;
