@@ -97,7 +97,7 @@ fn remove_under_anchor(
 }
 
 macro_rules! lifecycle {
-    ($name:ident, $gate:ty) => {
+    ($name:ident, $gate:ty, $label:literal) => {
         mod $name {
             use super::*;
             type G = $gate;
@@ -113,10 +113,4 @@ macro_rules! lifecycle {
     };
 }
 
-lifecycle!(rwlock, crtc_strategies::RwLockGate);
-#[cfg(feature = "seqlock")]
-lifecycle!(seqlock, crtc_strategies::SeqlockGate);
-#[cfg(feature = "epoch")]
-lifecycle!(epoch, crtc_strategies::CrossbeamEpochGate);
-#[cfg(feature = "seize")]
-lifecycle!(seize, crtc_strategies::SeizeEpochGate);
+crtc_strategies::for_each_gate!(lifecycle);

@@ -1,12 +1,13 @@
-//! The scenario suite, instantiated for every strategy with the fast path on
-//! and off. Adding a strategy is one line at the bottom.
+//! The scenario suite, instantiated for every strategy (the gate list of
+//! `crtc_strategies::for_each_gate!`) with the fast path on and off.
 
 mod suite;
 
-macro_rules! scenarios {
+/// One module of the catalogue for gate `$gate` with the fast path `$fast`.
+macro_rules! scenarios_with {
     ($name:ident, $gate:ty, $fast:expr) => {
         mod $name {
-            use super::suite::*;
+            use crate::suite::*;
             type G = $gate;
             const FAST: bool = $fast;
 
@@ -23,17 +24,15 @@ macro_rules! scenarios {
     };
 }
 
-scenarios!(rwlock_fast, crtc_strategies::RwLockGate, true);
-scenarios!(rwlock_general, crtc_strategies::RwLockGate, false);
-#[cfg(feature = "seqlock")]
-scenarios!(seqlock_fast, crtc_strategies::SeqlockGate, true);
-#[cfg(feature = "seqlock")]
-scenarios!(seqlock_general, crtc_strategies::SeqlockGate, false);
-#[cfg(feature = "epoch")]
-scenarios!(epoch_fast, crtc_strategies::CrossbeamEpochGate, true);
-#[cfg(feature = "epoch")]
-scenarios!(epoch_general, crtc_strategies::CrossbeamEpochGate, false);
-#[cfg(feature = "seize")]
-scenarios!(seize_fast, crtc_strategies::SeizeEpochGate, true);
-#[cfg(feature = "seize")]
-scenarios!(seize_general, crtc_strategies::SeizeEpochGate, false);
+/// The catalogue for gate `$gate`, fast path on (`fast`) and off
+/// (`general`).
+macro_rules! scenarios {
+    ($name:ident, $gate:ty, $label:literal) => {
+        mod $name {
+            scenarios_with!(fast, $gate, true);
+            scenarios_with!(general, $gate, false);
+        }
+    };
+}
+
+crtc_strategies::for_each_gate!(scenarios);

@@ -23,7 +23,7 @@
 
 mod common;
 
-use common::{every_gate, gate_label};
+use common::{call_bench, every_gate, gate_label};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use crtc::types::LocalBlockHash;
 use crtc::{Tree, TreeConfig};

@@ -46,7 +46,7 @@
 
 mod common;
 
-use common::{every_gate, gate_label};
+use common::{call_bench, every_gate, gate_label};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use crtc::types::{BlockPair, LocalBlockHash, RouterEvent, WorkerWithDpRank};
 use crtc::{Lane, Tree, TreeConfig};

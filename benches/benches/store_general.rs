@@ -31,7 +31,7 @@
 
 mod common;
 
-use common::{every_gate, gate_label, time_over_builds};
+use common::{call_bench, every_gate, gate_label, time_over_builds};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use crtc::types::{BlockPair, RouterEvent, WorkerWithDpRank};
 use crtc::{EventOutcome, Lane, Tree, TreeConfig};

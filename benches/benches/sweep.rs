@@ -13,7 +13,7 @@
 
 mod common;
 
-use common::{every_gate, gate_label};
+use common::{call_bench, every_gate, gate_label};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use crtc::tree::SweepPolicy;
 use crtc::types::{RouterEvent, WorkerWithDpRank};

@@ -497,7 +497,7 @@ const TRACE_LINES: &[&str] = &[
 ];
 
 macro_rules! bad_input {
-    ($name:ident, $gate:ty) => {
+    ($name:ident, $gate:ty, $label:literal) => {
         mod $name {
             #[test]
             fn bad_events_are_clear_errors_and_lose_no_state() {
@@ -509,13 +509,7 @@ macro_rules! bad_input {
     };
 }
 
-bad_input!(rwlock, crtc_strategies::RwLockGate);
-#[cfg(feature = "seqlock")]
-bad_input!(seqlock, crtc_strategies::SeqlockGate);
-#[cfg(feature = "epoch")]
-bad_input!(epoch, crtc_strategies::CrossbeamEpochGate);
-#[cfg(feature = "seize")]
-bad_input!(seize, crtc_strategies::SeizeEpochGate);
+crtc_strategies::for_each_gate!(bad_input);
 
 #[test]
 fn malformed_event_lines_name_the_line() {

@@ -112,7 +112,7 @@ fn apply<G: ShapeGate>(backend: &mut TreeBackend<G>, op: &Op) -> Result<(), crtc
 }
 
 macro_rules! differential {
-    ($name:ident, $gate:ty) => {
+    ($name:ident, $gate:ty, $label:literal) => {
         mod $name {
             use super::*;
             type G = $gate;
@@ -157,10 +157,4 @@ macro_rules! differential {
     };
 }
 
-differential!(rwlock, crtc_strategies::RwLockGate);
-#[cfg(feature = "seqlock")]
-differential!(seqlock, crtc_strategies::SeqlockGate);
-#[cfg(feature = "epoch")]
-differential!(epoch, crtc_strategies::CrossbeamEpochGate);
-#[cfg(feature = "seize")]
-differential!(seize, crtc_strategies::SeizeEpochGate);
+crtc_strategies::for_each_gate!(differential);

@@ -430,7 +430,7 @@ fn sweeping_differential<G: ShapeGate>(fast_path: bool) {
 }
 
 macro_rules! memory {
-    ($name:ident, $gate:ty) => {
+    ($name:ident, $gate:ty, $label:literal) => {
         mod $name {
             #[test]
             fn sweeps_after_every_op_keep_the_differential_exact() {
@@ -455,10 +455,4 @@ macro_rules! memory {
     };
 }
 
-memory!(rwlock, crtc_strategies::RwLockGate);
-#[cfg(feature = "seqlock")]
-memory!(seqlock, crtc_strategies::SeqlockGate);
-#[cfg(feature = "epoch")]
-memory!(epoch, crtc_strategies::CrossbeamEpochGate);
-#[cfg(feature = "seize")]
-memory!(seize, crtc_strategies::SeizeEpochGate);
+crtc_strategies::for_each_gate!(memory);

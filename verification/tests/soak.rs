@@ -604,7 +604,7 @@ fn finish<G: ShapeGate>(shared: &Shared<G>, lanes: Vec<Lane<G>>) {
 }
 
 macro_rules! soak {
-    ($name:ident, $gate:ty) => {
+    ($name:ident, $gate:ty, $label:literal) => {
         mod $name {
             #[test]
             fn soak_short() {
@@ -620,10 +620,4 @@ macro_rules! soak {
     };
 }
 
-soak!(rwlock, crtc_strategies::RwLockGate);
-#[cfg(feature = "seqlock")]
-soak!(seqlock, crtc_strategies::SeqlockGate);
-#[cfg(feature = "epoch")]
-soak!(epoch, crtc_strategies::CrossbeamEpochGate);
-#[cfg(feature = "seize")]
-soak!(seize, crtc_strategies::SeizeEpochGate);
+crtc_strategies::for_each_gate!(soak);

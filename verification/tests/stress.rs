@@ -245,7 +245,7 @@ fn rounds() -> u64 {
 }
 
 macro_rules! stress {
-    ($name:ident, $gate:ty) => {
+    ($name:ident, $gate:ty, $label:literal) => {
         mod $name {
             #[test]
             fn racing_lanes_never_overcount_and_end_exact_fast_path_on() {
@@ -259,10 +259,4 @@ macro_rules! stress {
     };
 }
 
-stress!(rwlock, crtc_strategies::RwLockGate);
-#[cfg(feature = "seqlock")]
-stress!(seqlock, crtc_strategies::SeqlockGate);
-#[cfg(feature = "epoch")]
-stress!(epoch, crtc_strategies::CrossbeamEpochGate);
-#[cfg(feature = "seize")]
-stress!(seize, crtc_strategies::SeizeEpochGate);
+crtc_strategies::for_each_gate!(stress);

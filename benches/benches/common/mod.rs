@@ -38,18 +38,19 @@ pub fn time_over_builds<F>(
     timed
 }
 
-/// Calls `$bench::<G>($args)` for every gate the enabled features build:
-/// the RwLock gate, then seqlock, epoch over crossbeam-epoch, epoch over
-/// seize.
+/// Calls `$bench::<G>($args)` for every gate the enabled features build,
+/// in the order of [`crtc_strategies::for_each_gate`].
 macro_rules! every_gate {
     ($bench:ident($($arg:expr),*)) => {{
-        $bench::<crtc_strategies::RwLockGate>($($arg),*);
-        #[cfg(feature = "seqlock")]
-        $bench::<crtc_strategies::SeqlockGate>($($arg),*);
-        #[cfg(feature = "epoch")]
-        $bench::<crtc_strategies::CrossbeamEpochGate>($($arg),*);
-        #[cfg(feature = "seize")]
-        $bench::<crtc_strategies::SeizeEpochGate>($($arg),*);
+        crtc_strategies::for_each_gate!(call_bench, $bench, ($($arg),*));
     }};
 }
+
+/// One call of [`every_gate!`]: `$bench::<$gate>($args)`.
+macro_rules! call_bench {
+    ($module:ident, $gate:ty, $label:literal, $bench:ident, ($($arg:expr),*)) => {
+        $bench::<$gate>($($arg),*);
+    };
+}
+pub(crate) use call_bench;
 pub(crate) use every_gate;

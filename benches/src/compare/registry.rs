@@ -11,6 +11,7 @@ use crate::compare::subjects::serial::build_serial;
 #[cfg(feature = "upstream")]
 use crate::compare::subjects::upstream;
 use crtc_strategies::sync::Arc;
+pub use crtc_strategies::ReadPath;
 use crtc_strategies::ShapeGate;
 
 /// Builds a backend with `lanes` lanes and the fast path on or off.
@@ -21,28 +22,6 @@ pub type BuildSerial = fn(label: String, fast_path: bool) -> Box<dyn SerialIndex
 
 /// Reads of the optimistic-read counters: (restarts, pessimistic fallbacks).
 pub type RetryCounters = fn() -> (u64, u64);
-
-/// How a strategy's readers synchronize with its writers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReadPath {
-    /// Readers take a lock (shared or exclusive).
-    Lock,
-    /// Readers run optimistically and validate a version (seqlock).
-    Optimistic,
-    /// Readers follow a published snapshot (epoch/RCU).
-    Snapshot,
-}
-
-impl ReadPath {
-    /// "lock", "optimistic" or "snapshot".
-    pub fn name(self) -> &'static str {
-        match self {
-            ReadPath::Lock => "lock",
-            ReadPath::Optimistic => "optimistic",
-            ReadPath::Snapshot => "snapshot",
-        }
-    }
-}
 
 /// One compiled gate.
 #[derive(Clone, Copy, Debug)]
@@ -74,47 +53,46 @@ fn seqlock_retries() -> (u64, u64) {
     (OPTIMISTIC_RESTARTS.get(), PESSIMISTIC_FALLBACKS.get())
 }
 
-macro_rules! gate {
-    ($gate:ty, $name:expr, $path:expr, $retries:expr) => {
-        Gate {
-            name: $name,
-            build: build_indexer::<$gate>,
-            serial: build_serial::<$gate>,
-            read_path: $path,
-            retries: $retries,
-        }
+/// The optimistic-read counters of a gate whose readers take `path`, if it
+/// has any (the seqlock gate's).
+fn retry_counters(path: ReadPath) -> Option<RetryCounters> {
+    #[cfg(feature = "seqlock")]
+    if path == ReadPath::Optimistic {
+        return Some(seqlock_retries);
+    }
+    let _ = path;
+    None
+}
+
+/// The registry entry of gate `G`, named `name` in reports.
+fn gate<G: ShapeGate>(name: &'static str) -> Gate {
+    Gate {
+        name,
+        build: build_indexer::<G>,
+        serial: build_serial::<G>,
+        read_path: G::READ_PATH,
+        retries: retry_counters(G::READ_PATH),
+    }
+}
+
+/// One entry of [`gates`] per gate of `crtc_strategies::for_each_gate!`.
+macro_rules! push_gate {
+    ($module:ident, $gate:ty, $label:literal, $gates:ident) => {
+        $gates.push(gate::<$gate>($label));
     };
 }
 
-/// Every compiled gate, in report order. A new gate is one line here,
-/// behind its feature. The two epoch gates share [`ShapeGate::NAME`], so
-/// their rows name the reclaimer.
+/// Every compiled gate, in report order (the order of
+/// `crtc_strategies::for_each_gate!`, which also names the rows: the two
+/// epoch gates share [`ShapeGate::NAME`], so their rows name the reclaimer).
 pub fn gates() -> Vec<Gate> {
-    use crtc_strategies::RwLockGate;
-    vec![
-        gate!(RwLockGate, RwLockGate::NAME, ReadPath::Lock, None),
-        #[cfg(feature = "seqlock")]
-        gate!(
-            crtc_strategies::SeqlockGate,
-            <crtc_strategies::SeqlockGate as ShapeGate>::NAME,
-            ReadPath::Optimistic,
-            Some(seqlock_retries as RetryCounters)
-        ),
-        #[cfg(feature = "epoch")]
-        gate!(
-            crtc_strategies::CrossbeamEpochGate,
-            "epoch-crossbeam",
-            ReadPath::Snapshot,
-            None
-        ),
-        #[cfg(feature = "seize")]
-        gate!(
-            crtc_strategies::SeizeEpochGate,
-            "epoch-seize",
-            ReadPath::Snapshot,
-            None
-        ),
-    ]
+    let mut gates = Vec::new();
+    push_gates(&mut gates);
+    gates
+}
+
+fn push_gates(gates: &mut Vec<Gate>) {
+    crtc_strategies::for_each_gate!(push_gate, gates);
 }
 
 /// One row of the comparison before it is measured.
