@@ -28,7 +28,7 @@
 
 mod common;
 
-use common::{call_bench, every_gate, gate_label, time_over_builds};
+use common::{bench_over_builds, call_bench, every_gate, gate_label};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use crtc::types::{BlockPair, ExternalSequenceBlockHash, RouterEvent, WorkerWithDpRank};
 use crtc::{EventOutcome, Lane, Tree, TreeConfig};
@@ -223,16 +223,13 @@ fn bench_gate<G: ShapeGate>(c: &mut Criterion) {
         check_kind::<G>(kind);
         group.throughput(Throughput::Elements(kind.elements()));
         let id = BenchmarkId::new(gate_label::<G>(), kind.name());
-        group.bench_function(id, |b| {
-            b.iter_custom(|iters| {
-                time_over_builds(
-                    iters,
-                    || Fixture::<G>::build(kind),
-                    |fx| fx.events.len(),
-                    |fx, n| fx.run(kind, n),
-                )
-            })
-        });
+        bench_over_builds(
+            &mut group,
+            id,
+            || Fixture::<G>::build(kind),
+            |fx| fx.events.len(),
+            |fx, n| fx.run(kind, n),
+        );
     }
     group.finish();
 }

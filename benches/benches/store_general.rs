@@ -31,7 +31,7 @@
 
 mod common;
 
-use common::{call_bench, every_gate, gate_label, time_over_builds};
+use common::{bench_over_builds, call_bench, every_gate, gate_label};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use crtc::types::{BlockPair, RouterEvent, WorkerWithDpRank};
 use crtc::{EventOutcome, Lane, Tree, TreeConfig};
@@ -246,16 +246,13 @@ fn bench_gate<G: ShapeGate>(c: &mut Criterion) {
                 format!("{}/{}", gate_label::<G>(), kind.name()),
                 format!("batch={batch}"),
             );
-            group.bench_function(id, |b| {
-                b.iter_custom(|iters| {
-                    time_over_builds(
-                        iters,
-                        || Fixture::<G>::build(case),
-                        |fx| fx.events.len(),
-                        |fx, n| fx.run(case, n),
-                    )
-                })
-            });
+            bench_over_builds(
+                &mut group,
+                id,
+                || Fixture::<G>::build(case),
+                |fx| fx.events.len(),
+                |fx, n| fx.run(case, n),
+            );
         }
     }
     group.finish();

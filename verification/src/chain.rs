@@ -69,3 +69,9 @@ pub fn removed_after(rank: WorkerWithDpRank, prefix: &[u64], locals: &[u64]) -> 
         .map(|b| b.external);
     RouterEvent::removed(rank, hashes.collect())
 }
+
+/// `rank` removes the blocks at `positions` of the sequence `seq`.
+pub fn removed_at(rank: WorkerWithDpRank, seq: &[u64], positions: &[usize]) -> RouterEvent {
+    let hashes = sequence_hashes(seq);
+    RouterEvent::removed(rank, positions.iter().map(|&i| hashes[i]).collect())
+}

@@ -433,21 +433,11 @@ impl Reference {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chain::{chained, locals, sequence_hashes};
+    use crate::chain::{locals, removed_at as remove, sequence_hashes, stored_after as store};
 
     const R0: WorkerWithDpRank = WorkerWithDpRank::new(1, 0);
     const R1: WorkerWithDpRank = WorkerWithDpRank::new(1, 1);
     const R2: WorkerWithDpRank = WorkerWithDpRank::new(2, 0);
-
-    fn store(rank: WorkerWithDpRank, prefix: &[u64], tail: &[u64]) -> RouterEvent {
-        let parent = chain::tail_hash(prefix);
-        RouterEvent::stored(rank, parent, chained(parent, tail))
-    }
-
-    fn remove(rank: WorkerWithDpRank, seq: &[u64], positions: &[usize]) -> RouterEvent {
-        let hashes = sequence_hashes(seq);
-        RouterEvent::removed(rank, positions.iter().map(|&i| hashes[i]).collect())
-    }
 
     fn prefixes(model: &Reference, rank: WorkerWithDpRank, seq: &[u64]) -> (usize, usize) {
         let query = locals(seq);

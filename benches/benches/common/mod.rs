@@ -4,6 +4,8 @@
 //! built untimed, run for as many events as it holds, and rebuilt until
 //! criterion's iteration count is reached).
 
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, BenchmarkId};
 use crtc_strategies::{Reclaim, ShapeGate};
 use std::time::Duration;
 
@@ -20,7 +22,7 @@ pub fn gate_label<G: ShapeGate>() -> String {
 /// one (untimed), `events` says how many events it holds, and `run(fx, n)`
 /// runs the next `n` and returns their time.
 #[allow(dead_code)] // the benches with a reusable fixture do not need it
-pub fn time_over_builds<F>(
+fn time_over_builds<F>(
     iters: u64,
     mut build: impl FnMut() -> F,
     events: impl Fn(&F) -> usize,
@@ -36,6 +38,21 @@ pub fn time_over_builds<F>(
         left -= n;
     }
     timed
+}
+
+/// Registers `id` on `group`, timed by [`time_over_builds`] over fixtures
+/// from `build` (`events` per fixture, `run(fx, n)` times the next `n`).
+#[allow(dead_code)] // the benches with a reusable fixture do not need it
+pub fn bench_over_builds<F>(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    id: BenchmarkId,
+    build: impl Fn() -> F,
+    events: impl Fn(&F) -> usize,
+    run: impl Fn(&mut F, usize) -> Duration,
+) {
+    group.bench_function(id, |b| {
+        b.iter_custom(|iters| time_over_builds(iters, &build, &events, &run))
+    });
 }
 
 /// Calls `$bench::<G>($args)` for every gate the enabled features build,

@@ -454,22 +454,12 @@ impl Drop for GlobalLockIndexer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crtc_verification::chain::{chained, locals, sequence_hashes, tail_hash};
+    use crtc_verification::chain::{locals, removed_at as remove, stored_after as store};
     use crtc_verification::reference::{Classification, Reference};
 
     const A: WorkerWithDpRank = WorkerWithDpRank::new(1, 0);
     const B: WorkerWithDpRank = WorkerWithDpRank::new(2, 0);
     const C: WorkerWithDpRank = WorkerWithDpRank::new(2, 1);
-
-    fn store(rank: WorkerWithDpRank, prefix: &[u64], tail: &[u64]) -> RouterEvent {
-        let parent = tail_hash(prefix);
-        RouterEvent::stored(rank, parent, chained(parent, tail))
-    }
-
-    fn remove(rank: WorkerWithDpRank, seq: &[u64], positions: &[usize]) -> RouterEvent {
-        let hashes = sequence_hashes(seq);
-        RouterEvent::removed(rank, positions.iter().map(|&i| hashes[i]).collect())
-    }
 
     /// Applies `events` to the baseline and the reference, then checks that
     /// every query scores exactly the held prefix.
