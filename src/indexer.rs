@@ -21,8 +21,8 @@
 
 use crate::tree::{EventOutcome, Lane, LaneCounters, SweepClaim, SweepStats, Tree, TreeConfig};
 use crate::types::{
-    ExternalSequenceBlockHash, KvError, LocalBlockHash, MatchDetails, OverlapScores, RouterEvent,
-    WorkerId, WorkerWithDpRank,
+    ExternalSequenceBlockHash, IndexerError, KvError, LocalBlockHash, MatchDetails, OverlapScores,
+    RouterEvent, WorkerId, WorkerWithDpRank,
 };
 use crtc_strategies::sync::atomic::{AtomicUsize, Ordering};
 use crtc_strategies::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
@@ -191,16 +191,16 @@ impl<G: ShapeGate> Indexer<G> {
         })
     }
 
-    fn send(&self, lane: usize, task: Task) -> Result<(), KvError> {
+    fn send(&self, lane: usize, task: Task) -> Result<(), IndexerError> {
         self.lanes[lane]
             .tasks
             .send(task)
-            .map_err(|_| KvError::Closed)
+            .map_err(|_| IndexerError::Closed)
     }
 
     /// Enqueues `task` on `lane`, then schedules a stale-leaf sweep there if
     /// one is due.
-    fn enqueue(&self, lane: usize, task: Task) -> Result<(), KvError> {
+    fn enqueue(&self, lane: usize, task: Task) -> Result<(), IndexerError> {
         self.send(lane, task)?;
         if let Some(claim) = self.tree.sweep_due_by_volume() {
             if let Err(unsent) = self.lanes[lane].tasks.send(Task::Sweep(claim)) {
@@ -213,15 +213,15 @@ impl<G: ShapeGate> Indexer<G> {
     }
 
     /// Enqueues `event` on its rank's lane.
-    pub fn apply_event(&self, event: RouterEvent) -> Result<(), KvError> {
+    pub fn apply_event(&self, event: RouterEvent) -> Result<(), IndexerError> {
         self.enqueue(self.lane_of(event.rank()), Task::Event(event))
     }
 
     /// Applies `event` on its rank's lane and waits for the result.
-    pub fn apply_event_acked(&self, event: RouterEvent) -> Result<EventOutcome, KvError> {
+    pub fn apply_event_acked(&self, event: RouterEvent) -> Result<EventOutcome, IndexerError> {
         let (ack, result) = channel();
         self.enqueue(self.lane_of(event.rank()), Task::EventWithAck(event, ack))?;
-        result.recv().map_err(|_| KvError::Closed)?
+        Ok(result.recv().map_err(|_| IndexerError::Closed)??)
     }
 
     /// Registers `rank` on the anchor `id` (see [`Tree::apply_anchor`]) on
@@ -232,7 +232,7 @@ impl<G: ShapeGate> Indexer<G> {
         id: ExternalSequenceBlockHash,
         local: LocalBlockHash,
         depth: u32,
-    ) -> Result<(), KvError> {
+    ) -> Result<(), IndexerError> {
         let (ack, result) = channel();
         let task = AnchorTask {
             rank,
@@ -242,7 +242,7 @@ impl<G: ShapeGate> Indexer<G> {
             ack,
         };
         self.enqueue(self.lane_of(rank), Task::Anchor(task))?;
-        result.recv().map_err(|_| KvError::Closed)?
+        Ok(result.recv().map_err(|_| IndexerError::Closed)??)
     }
 
     /// Scores against `suffix` after the anchor `id` (caller's thread).

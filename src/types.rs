@@ -183,10 +183,10 @@ mod rank_map {
     }
 }
 
-/// Why an event was rejected: a refusal of the tree, or the indexer having
-/// shut down ([`KvError::Closed`]). Parsing files is not the library's job;
-/// the file readers have their own error. Errors are values: the tree is unchanged by a
-/// rejected event except where the variant says so.
+/// Why the tree refused an event. The tree is unchanged by a refused event.
+/// Parsing files is not the library's job (the file readers have their own
+/// error), and an indexer that has shut down says so with
+/// [`IndexerError::Closed`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub enum KvError {
@@ -214,8 +214,6 @@ pub enum KvError {
         /// The storing rank.
         rank: WorkerWithDpRank,
     },
-    /// The indexer has shut down; the event was not applied.
-    Closed,
 }
 
 impl fmt::Display for KvError {
@@ -239,9 +237,43 @@ impl fmt::Display for KvError {
                 )
             }
             KvError::EmptyStore { rank } => write!(f, "rank {rank}: store without blocks"),
-            KvError::Closed => write!(f, "the indexer has shut down"),
         }
     }
 }
 
 impl std::error::Error for KvError {}
+
+/// Why the indexer did not apply a request: it has shut down, or its tree
+/// refused the event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum IndexerError {
+    /// The indexer has shut down; the request was not applied.
+    Closed,
+    /// The tree refused the event.
+    Refused(KvError),
+}
+
+impl From<KvError> for IndexerError {
+    fn from(refusal: KvError) -> Self {
+        IndexerError::Refused(refusal)
+    }
+}
+
+impl fmt::Display for IndexerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            IndexerError::Closed => write!(f, "the indexer has shut down"),
+            IndexerError::Refused(refusal) => refusal.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for IndexerError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            IndexerError::Closed => None,
+            IndexerError::Refused(refusal) => Some(refusal),
+        }
+    }
+}

@@ -23,7 +23,7 @@
 
 mod common;
 
-use common::{call_bench, every_gate, gate_label};
+use common::{call_bench, every_gate};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use crtc::types::LocalBlockHash;
 use crtc::{Tree, TreeConfig};
@@ -132,7 +132,7 @@ fn stored_paths<G: ShapeGate>(tree: &Tree<G>) -> Vec<Vec<LocalBlockHash>> {
 }
 
 fn bench_gate<G: ShapeGate>(c: &mut Criterion, workload: &Workload) {
-    let label = gate_label::<G>();
+    let label = G::NAME;
     let start = Instant::now();
     let tree = build::<G>(workload);
     let built = start.elapsed();
@@ -167,7 +167,7 @@ fn bench_gate<G: ShapeGate>(c: &mut Criterion, workload: &Workload) {
                 query
             })
             .collect();
-        let id = BenchmarkId::new(&label, kind.name());
+        let id = BenchmarkId::new(label, kind.name());
         let mut next = 0;
         group.bench_function(id, |b| {
             b.iter(|| {

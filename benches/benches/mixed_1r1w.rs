@@ -46,13 +46,13 @@
 
 mod common;
 
-use common::{call_bench, every_gate, gate_label};
+use common::{call_bench, every_gate};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use crtc::types::{BlockPair, LocalBlockHash, RouterEvent, WorkerWithDpRank};
 use crtc::{Lane, Tree, TreeConfig};
 use crtc_strategies::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use crtc_strategies::sync::{thread, Arc};
-use crtc_strategies::ShapeGate;
+use crtc_strategies::{ReadPath, ShapeGate};
 use crtc_verification::chain::chained;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -374,7 +374,7 @@ fn bench_reader<G: ShapeGate>(
 }
 
 fn bench_gate<G: ShapeGate>(c: &mut Criterion) {
-    let label = gate_label::<G>();
+    let label = G::NAME;
     let mut group = c.benchmark_group("mixed_1r1w");
     group.throughput(Throughput::Elements(1));
     let (fx, mut writer) = Fixture::<G>::build();
@@ -395,11 +395,7 @@ fn bench_gate<G: ShapeGate>(c: &mut Criterion) {
             "{label}: every rank scores"
         );
     }
-    let alone = bench_reader(
-        &mut group,
-        BenchmarkId::new(&label, "reader/no_writer"),
-        &fx,
-    );
+    let alone = bench_reader(&mut group, BenchmarkId::new(label, "reader/no_writer"), &fx);
     if alone.hist.total == 0 {
         // A filter left this gate out; the storm is only read as a pair.
         group.finish();
@@ -437,7 +433,7 @@ fn bench_gate<G: ShapeGate>(c: &mut Criterion) {
     }
     let storm = bench_reader(
         &mut group,
-        BenchmarkId::new(&label, "reader/decode_storm"),
+        BenchmarkId::new(label, "reader/decode_storm"),
         &fx,
     );
     // Relaxed: see above.
@@ -471,7 +467,7 @@ fn bench_gate<G: ShapeGate>(c: &mut Criterion) {
         storm.per_read(storm.counters.seqlock_fallbacks),
         storm.per_read(storm.counters.epoch_read_fallbacks),
         match (alone.max_retired, storm.max_retired, retired_bytes()) {
-            (Some(a), Some(s), Some(end)) if G::NAME == "epoch" => format!(
+            (Some(a), Some(s), Some(end)) if G::READ_PATH == ReadPath::Snapshot => format!(
                 "; retired-not-freed bytes: max {a} alone, max {s} during the storm, {end} after"
             ),
             _ => String::new(),

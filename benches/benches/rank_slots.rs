@@ -12,7 +12,7 @@
 
 mod common;
 
-use common::{call_bench, every_gate, gate_label};
+use common::{call_bench, every_gate};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use crtc::types::{RouterEvent, WorkerWithDpRank};
 use crtc::{Tree, TreeConfig};
@@ -62,10 +62,7 @@ fn bench_gate<G: ShapeGate>(c: &mut Criterion) {
     group.warm_up_time(Duration::from_millis(500));
     group.measurement_time(Duration::from_secs(5));
     group.throughput(Throughput::Elements(WORKERS * u64::from(DP_RANKS)));
-    let id = BenchmarkId::new(
-        gate_label::<G>(),
-        format!("ranks={}", WORKERS * u64::from(DP_RANKS)),
-    );
+    let id = BenchmarkId::new(G::NAME, format!("ranks={}", WORKERS * u64::from(DP_RANKS)));
     group.bench_function(id, |b| {
         b.iter_custom(|iters| (0..iters).map(|_| churn::<G>()).sum())
     });

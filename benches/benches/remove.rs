@@ -28,7 +28,7 @@
 
 mod common;
 
-use common::{bench_over_builds, call_bench, every_gate, gate_label};
+use common::{bench_over_builds, call_bench, every_gate};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use crtc::types::{BlockPair, ExternalSequenceBlockHash, RouterEvent, WorkerWithDpRank};
 use crtc::{EventOutcome, Lane, Tree, TreeConfig};
@@ -222,7 +222,7 @@ fn bench_gate<G: ShapeGate>(c: &mut Criterion) {
     for kind in Kind::ALL {
         check_kind::<G>(kind);
         group.throughput(Throughput::Elements(kind.elements()));
-        let id = BenchmarkId::new(gate_label::<G>(), kind.name());
+        let id = BenchmarkId::new(G::NAME, kind.name());
         bench_over_builds(
             &mut group,
             id,

@@ -14,7 +14,7 @@
 
 mod common;
 
-use common::{call_bench, every_gate, gate_label};
+use common::{call_bench, every_gate};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use crtc::{Lane, Tree, TreeConfig};
 use crtc_strategies::ShapeGate;
@@ -54,7 +54,7 @@ fn apply_stream<G: ShapeGate>(
 }
 
 fn bench_gate<G: ShapeGate>(c: &mut Criterion, workload: &Workload) {
-    let label = gate_label::<G>();
+    let label = G::NAME;
     let events = workload.events() as u64;
     let mut group = c.benchmark_group("replay");
     group.throughput(Throughput::Elements(events));

@@ -31,7 +31,7 @@
 
 mod common;
 
-use common::{bench_over_builds, call_bench, every_gate, gate_label};
+use common::{bench_over_builds, call_bench, every_gate};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use crtc::types::{BlockPair, RouterEvent, WorkerWithDpRank};
 use crtc::{EventOutcome, Lane, Tree, TreeConfig};
@@ -243,7 +243,7 @@ fn bench_gate<G: ShapeGate>(c: &mut Criterion) {
             check_case::<G>(case);
             group.throughput(Throughput::Elements(batch as u64));
             let id = BenchmarkId::new(
-                format!("{}/{}", gate_label::<G>(), kind.name()),
+                format!("{}/{}", G::NAME, kind.name()),
                 format!("batch={batch}"),
             );
             bench_over_builds(

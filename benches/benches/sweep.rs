@@ -13,7 +13,7 @@
 
 mod common;
 
-use common::{call_bench, every_gate, gate_label};
+use common::{call_bench, every_gate};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use crtc::tree::SweepPolicy;
 use crtc::types::{RouterEvent, WorkerWithDpRank};
@@ -73,7 +73,7 @@ fn bench_gate<G: ShapeGate>(c: &mut Criterion) {
             .expect("no other sweep runs");
         assert_eq!(swept.unlinked, fanout, "the sweep unlinks every dead leaf");
         group.throughput(Throughput::Elements(fanout));
-        let id = BenchmarkId::new(gate_label::<G>(), format!("fanout={fanout}"));
+        let id = BenchmarkId::new(G::NAME, format!("fanout={fanout}"));
         group.bench_function(id, |b| {
             b.iter_custom(|iters| {
                 (0..iters)

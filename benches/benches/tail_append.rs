@@ -2,8 +2,8 @@
 //!
 //! Group `tail_append`, ids `<gate>/<path>/batch=<b>/edge=<e>`, for example
 //! `tail_append/rwlock/fast/batch=1/edge=16`. The gate is
-//! [`ShapeGate::NAME`]; the two epoch gates add their reclaimer
-//! (`epoch-crossbeam-epoch`, `epoch-seize`). Each gate is one line in
+//! [`ShapeGate::NAME`] (`rwlock`, `seqlock`, `epoch-crossbeam`,
+//! `epoch-seize`). Each gate is one line in
 //! `benches()`, behind its feature, so `--features all-strategies` puts every
 //! gate in one report. One iteration is one `Stored`
 //! event of `b` blocks (so the time per iteration is ns/event and the
@@ -42,7 +42,7 @@
 
 mod common;
 
-use common::{bench_over_builds, call_bench, every_gate, gate_label};
+use common::{bench_over_builds, call_bench, every_gate};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use crtc::types::{BlockPair, RouterEvent, WorkerWithDpRank};
 use crtc::{EventOutcome, Lane, Tree, TreeConfig};
@@ -233,7 +233,7 @@ fn bench_gate<G: ShapeGate>(c: &mut Criterion) {
                 check_case::<G>(case);
                 group.throughput(Throughput::Elements(batch as u64));
                 let id = BenchmarkId::new(
-                    format!("{}/{}", gate_label::<G>(), case.path()),
+                    format!("{}/{}", G::NAME, case.path()),
                     format!("batch={batch}/edge={edge}"),
                 );
                 bench_over_builds(

@@ -367,7 +367,8 @@ pub enum Refusal {
     SlotsExhausted,
     /// A store without blocks.
     EmptyStore,
-    /// Any other error.
+    /// A refusal whose reason the reporter cannot tell (a peer that reports
+    /// only an error count, such as the upstream subject in the harness).
     Other,
 }
 
@@ -388,7 +389,6 @@ impl Refusal {
             KvError::BlockNotFound { .. } => Refusal::BlockNotFound,
             KvError::CapacityExhausted { .. } => Refusal::SlotsExhausted,
             KvError::EmptyStore { .. } => Refusal::EmptyStore,
-            _ => Refusal::Other,
         }
     }
 

@@ -181,7 +181,10 @@ pub fn append_eligibility(
 ///    anything replaced is retired through [`ShapeGate::Reclaim`], never freed
 ///    while a reader may still see it.
 pub unsafe trait ShapeGate: Send + Sync + Sized + 'static {
-    /// The strategy's name in reports and benchmark ids.
+    /// The gate's name in reports and benchmark ids, unique among the gates
+    /// this crate builds: `rwlock`, `seqlock`, `epoch-crossbeam`,
+    /// `epoch-seize` (the label [`for_each_gate!`](crate::for_each_gate)
+    /// passes; `strategies/tests/gate_contract.rs` checks they agree).
     const NAME: &'static str;
     /// How the strategy's readers synchronize with its writers.
     const READ_PATH: ReadPath;

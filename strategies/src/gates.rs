@@ -8,10 +8,9 @@
 /// the enabled features compile, in report order: the RwLock gate, the
 /// seqlock gate, the epoch gate over crossbeam-epoch, the epoch gate over
 /// seize. `module` is a lower-case identifier for a per-gate module or test
-/// name; `"label"` is the gate's name in reports and bench ids (its
-/// [`ShapeGate::NAME`](crate::ShapeGate::NAME), with the reclaimer for the
-/// two epoch gates, which share a name). Works in item and statement
-/// position; `extra` tokens are passed through.
+/// name; `"label"` is the gate's [`ShapeGate::NAME`](crate::ShapeGate::NAME)
+/// as a literal, for callers that build test or module names from it. Works
+/// in item and statement position; `extra` tokens are passed through.
 #[macro_export]
 macro_rules! for_each_gate {
     ($callback:ident $(, $extra:tt)*) => {

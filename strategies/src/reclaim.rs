@@ -51,6 +51,11 @@ pub unsafe trait Reclaim: Send + Sync + 'static {
     type Guard;
     /// The backend's name in reports.
     const NAME: &'static str;
+    /// The name of the epoch gate built over this backend
+    /// ([`ShapeGate::NAME`](crate::ShapeGate::NAME) of `EpochGate<Self>`):
+    /// the two epoch gates share their code, so the reclaimer tells them
+    /// apart in reports and bench ids.
+    const EPOCH_GATE_NAME: &'static str = "epoch";
     /// Pins the current thread until the guard drops.
     fn pin() -> Self::Guard;
     /// Runs `f` once no thread pinned before this call is still pinned.
@@ -110,6 +115,7 @@ pub struct EpochGuard(crossbeam_epoch::Guard);
 unsafe impl Reclaim for EpochReclaim {
     type Guard = EpochGuard;
     const NAME: &'static str = "crossbeam-epoch";
+    const EPOCH_GATE_NAME: &'static str = "epoch-crossbeam";
 
     #[inline]
     fn pin() -> Self::Guard {
@@ -193,6 +199,7 @@ impl SeizeReclaim {
 unsafe impl Reclaim for SeizeReclaim {
     type Guard = SeizeGuard;
     const NAME: &'static str = "seize";
+    const EPOCH_GATE_NAME: &'static str = "epoch-seize";
 
     #[inline]
     fn pin() -> Self::Guard {

@@ -166,6 +166,10 @@ macro_rules! contract {
             fn coverage_commits_do_not_invalidate() {
                 super::coverage_commits_do_not_invalidate::<$gate>();
             }
+            #[test]
+            fn the_gate_list_labels_the_gate_by_its_name() {
+                assert_eq!(<$gate as crtc_strategies::ShapeGate>::NAME, $label);
+            }
         }
     };
 }

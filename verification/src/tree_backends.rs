@@ -3,7 +3,8 @@
 
 use crate::Backend;
 use crtc::types::{
-    KvError, LocalBlockHash, MatchDetails, OverlapScores, RouterEvent, WorkerId, WorkerWithDpRank,
+    IndexerError, KvError, LocalBlockHash, MatchDetails, OverlapScores, RouterEvent, WorkerId,
+    WorkerWithDpRank,
 };
 use crtc::{Indexer, IndexerConfig, Lane, Tree, TreeConfig};
 use crtc_strategies::ShapeGate;
@@ -71,7 +72,11 @@ impl<G: ShapeGate> IndexerBackend<G> {
 
 impl<G: ShapeGate> Backend for IndexerBackend<G> {
     fn apply(&mut self, event: &RouterEvent) -> Result<(), KvError> {
-        self.indexer.apply_event_acked(event.clone()).map(|_| ())
+        match self.indexer.apply_event_acked(event.clone()) {
+            Ok(_) => Ok(()),
+            Err(IndexerError::Refused(refusal)) => Err(refusal),
+            Err(closed) => panic!("the backend owns its indexer, yet it answered: {closed}"),
+        }
     }
     fn remove_worker(&mut self, worker: WorkerId) {
         self.indexer.remove_worker(worker);

@@ -6,7 +6,7 @@
 //! files must name the offending line. Nothing may panic.
 
 use crtc::types::{
-    ExternalSequenceBlockHash, KvError, LocalBlockHash, RouterEvent, WorkerWithDpRank,
+    ExternalSequenceBlockHash, IndexerError, KvError, LocalBlockHash, RouterEvent, WorkerWithDpRank,
 };
 use crtc::{EventOutcome, Indexer, IndexerConfig, TreeConfig};
 use crtc_strategies::ShapeGate;
@@ -61,7 +61,7 @@ impl<G: ShapeGate> Probe<G> {
         }
     }
 
-    fn apply(&mut self, event: RouterEvent) -> Result<EventOutcome, KvError> {
+    fn apply(&mut self, event: RouterEvent) -> Result<EventOutcome, IndexerError> {
         let result = self.indexer.apply_event_acked(event.clone());
         self.model.apply_outcome(&event, result.is_ok());
         result
@@ -83,10 +83,13 @@ impl<G: ShapeGate> Probe<G> {
     fn bad(&mut self, event: RouterEvent, expect: Expect) -> Result<(), String> {
         let result = self.apply(event.clone());
         let fine = match (&result, expect) {
-            (Err(KvError::ParentBlockNotFound { .. }), Expect::ParentNotFound)
-            | (Err(KvError::BlockNotFound { .. }), Expect::BlockNotFound)
-            | (Err(KvError::CapacityExhausted { .. }), Expect::Exhausted)
-            | (Err(KvError::EmptyStore { .. }), Expect::Empty) => true,
+            (
+                Err(IndexerError::Refused(KvError::ParentBlockNotFound { .. })),
+                Expect::ParentNotFound,
+            )
+            | (Err(IndexerError::Refused(KvError::BlockNotFound { .. })), Expect::BlockNotFound)
+            | (Err(IndexerError::Refused(KvError::CapacityExhausted { .. })), Expect::Exhausted)
+            | (Err(IndexerError::Refused(KvError::EmptyStore { .. })), Expect::Empty) => true,
             (Ok(EventOutcome::Stored(s)), Expect::Duplicate) => s.duplicate,
             (Ok(_), Expect::Harmless) => true,
             _ => false,
@@ -353,7 +356,9 @@ fn exhaustion_cases<G: ShapeGate>() -> Vec<Case<G>> {
             p.ok(store(2, &[], &[1]));
             let id = ExternalSequenceBlockHash(0xa1);
             match p.indexer.apply_anchor(rank(3), id, LocalBlockHash(0xa1), 4) {
-                Err(KvError::CapacityExhausted { capacity: 2, .. }) => Ok(()),
+                Err(IndexerError::Refused(KvError::CapacityExhausted { capacity: 2, .. })) => {
+                    Ok(())
+                }
                 other => Err(format!("expected CapacityExhausted, got {other:?}")),
             }
         }),

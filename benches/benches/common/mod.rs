@@ -1,22 +1,12 @@
-//! Pieces every bench shares: a gate's label in bench ids, the call of a
-//! bench over every gate the enabled features build, and the timing loop of
-//! the benches whose timed events use up their fixture (each fixture is
-//! built untimed, run for as many events as it holds, and rebuilt until
-//! criterion's iteration count is reached).
+//! Pieces every bench shares: the call of a bench over every gate the
+//! enabled features build, and the timing loop of the benches whose timed
+//! events use up their fixture (each fixture is built untimed, run for as
+//! many events as it holds, and rebuilt until criterion's iteration count is
+//! reached).
 
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, BenchmarkId};
-use crtc_strategies::{Reclaim, ShapeGate};
 use std::time::Duration;
-
-/// The gate's label in bench ids: its name, with the reclaimer for the
-/// epoch gates (`epoch-crossbeam`, `epoch-seize`).
-pub fn gate_label<G: ShapeGate>() -> String {
-    match G::NAME {
-        "epoch" => format!("epoch-{}", <G::Reclaim as Reclaim>::NAME),
-        name => name.to_string(),
-    }
-}
 
 /// Times `iters` events over as many fixtures as they take: `build` makes
 /// one (untimed), `events` says how many events it holds, and `run(fx, n)`

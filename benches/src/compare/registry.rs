@@ -26,8 +26,7 @@ pub type RetryCounters = fn() -> (u64, u64);
 /// One compiled gate.
 #[derive(Clone, Copy, Debug)]
 pub struct Gate {
-    /// The row's strategy name ([`ShapeGate::NAME`], with the reclaimer for
-    /// the epoch gates).
+    /// The row's strategy name ([`ShapeGate::NAME`]).
     pub name: &'static str,
     /// Its indexer.
     pub build: Build,
@@ -64,10 +63,10 @@ fn retry_counters(path: ReadPath) -> Option<RetryCounters> {
     None
 }
 
-/// The registry entry of gate `G`, named `name` in reports.
-fn gate<G: ShapeGate>(name: &'static str) -> Gate {
+/// The registry entry of gate `G`.
+fn gate<G: ShapeGate>() -> Gate {
     Gate {
-        name,
+        name: G::NAME,
         build: build_indexer::<G>,
         serial: build_serial::<G>,
         read_path: G::READ_PATH,
@@ -78,13 +77,13 @@ fn gate<G: ShapeGate>(name: &'static str) -> Gate {
 /// One entry of [`gates`] per gate of `crtc_strategies::for_each_gate!`.
 macro_rules! push_gate {
     ($module:ident, $gate:ty, $label:literal, $gates:ident) => {
-        $gates.push(gate::<$gate>($label));
+        $gates.push(gate::<$gate>());
     };
 }
 
 /// Every compiled gate, in report order (the order of
-/// `crtc_strategies::for_each_gate!`, which also names the rows: the two
-/// epoch gates share [`ShapeGate::NAME`], so their rows name the reclaimer).
+/// `crtc_strategies::for_each_gate!`), each row named by its gate's
+/// [`ShapeGate::NAME`].
 pub fn gates() -> Vec<Gate> {
     let mut gates = Vec::new();
     push_gates(&mut gates);

@@ -413,7 +413,7 @@ impl<R: Reclaim> EpochGate<R> {
 // (5) snapshots are retired through `R` after they are unlinked; buffers
 // die with the last snapshot holding them.
 unsafe impl<R: Reclaim> ShapeGate for EpochGate<R> {
-    const NAME: &'static str = "epoch";
+    const NAME: &'static str = R::EPOCH_GATE_NAME;
     const READ_PATH: crate::gate::ReadPath = crate::gate::ReadPath::Snapshot;
     type View<'a> = View<'a>;
     type Writer<'a> = Writer<'a>;
