@@ -1,0 +1,400 @@
+//! Command lines run through the `crtc` binary on tiny files: each must exit
+//! with its code (2 usage, 1 data) and a part of the expected message, and an
+//! output file created before a failed run is removed again.
+
+use super::good_store;
+use std::path::PathBuf;
+use std::process::Command;
+
+/// A fresh scratch directory.
+pub(crate) fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("crtc-bad-input-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch directory");
+    dir
+}
+
+/// One command line and what it must do: exit code and a part of stderr.
+pub(crate) struct FlagCase {
+    args: Vec<String>,
+    code: i32,
+    needle: &'static str,
+}
+
+/// Command lines over files in `dir`: `ok.jsonl` (a valid two-line event
+/// file), `trace.jsonl` (a valid one-line trace) and bad files.
+pub(crate) fn flag_cases(dir: &std::path::Path) -> Vec<FlagCase> {
+    let (store, ..) = good_store();
+    let file = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).expect("write a case file");
+        path.display().to_string()
+    };
+    let ok = file(
+        "ok.jsonl",
+        &format!("{store}\n{{\"t\":\"query\",\"locals\":[1,2]}}\n"),
+    );
+    let trace = file(
+        "trace.jsonl",
+        "{\"input_length\": 600, \"output_length\": 100, \"hash_ids\": [1, 2]}\n",
+    );
+    let dup = file(
+        "dup.jsonl",
+        "{\"t\":\"query\",\"t\":\"cleared\",\"locals\":[1]}\n",
+    );
+    let huge = file(
+        "huge.jsonl",
+        "{\"output_length\": 18446744073709551615, \"hash_ids\": [1]}\n",
+    );
+    let wrap = file(
+        "wrap.jsonl",
+        "{\"output_length\": 1, \"hash_ids\": [1]}\n{\"output_length\": 1, \"hash_ids\": [4611686018427387905]}\n",
+    );
+    let unchained = file(
+        "unchained.jsonl",
+        "{\"t\":\"stored\",\"worker\":1,\"rank\":0,\"parent\":null,\"blocks\":[[1,1]]}\n",
+    );
+    let a_file = file("plain.txt", "x");
+    let missing = dir.join("no-such-file").display().to_string();
+    let in_missing = dir.join("no/such/dir/out.json").display().to_string();
+    let here = dir.display().to_string();
+    let case = |args: &[&str], code: i32, needle: &'static str| FlagCase {
+        args: args.iter().map(|a| (*a).to_owned()).collect(),
+        code,
+        needle,
+    };
+    let events = |extra: &[&str], code: i32, needle: &'static str| {
+        let mut args = vec!["compare", "--events", &ok];
+        args.extend_from_slice(extra);
+        case(&args, code, needle)
+    };
+    vec![
+        // Flags that do nothing with the chosen source or mode.
+        events(
+            &["--seed", "3"],
+            2,
+            "--seed applies only to presets and traces",
+        ),
+        events(
+            &["--scale", "2"],
+            2,
+            "--scale applies only to the built-in presets",
+        ),
+        events(&["--workers", "4"], 2, "--workers applies only"),
+        events(&["--capacity", "64"], 2, "--capacity applies only"),
+        case(
+            &["compare", "--trace", &trace, "--scale", "2"],
+            2,
+            "--scale applies only",
+        ),
+        case(
+            &["compare", "--workload", "chat", "--unchained"],
+            2,
+            "--unchained applies only to --events",
+        ),
+        case(
+            &["compare", "--trace", &trace, "--unchained"],
+            2,
+            "--unchained applies only",
+        ),
+        case(
+            &["compare", "--rate", "5000"],
+            2,
+            "--rate applies only to --mode keepup or both",
+        ),
+        case(
+            &["compare", "--mode", "capacity", "--window-s", "2"],
+            2,
+            "--window-s applies only",
+        ),
+        case(
+            &["compare", "--check-limit", "5"],
+            2,
+            "--check-limit applies only to --check-upstream",
+        ),
+        case(
+            &[
+                "gen",
+                "--events",
+                &ok,
+                "--seed",
+                "2",
+                "--out",
+                &format!("{here}/g.jsonl"),
+            ],
+            2,
+            "--seed applies only",
+        ),
+        case(
+            &[
+                "gen",
+                "--events",
+                &ok,
+                "--scale",
+                "2",
+                "--out",
+                &format!("{here}/g.jsonl"),
+            ],
+            2,
+            "--scale applies only",
+        ),
+        // Values out of range.
+        case(
+            &["compare", "--lanes", "0"],
+            2,
+            "--lanes must be between 1 and 256",
+        ),
+        case(
+            &["compare", "--lanes", "257"],
+            2,
+            "--lanes must be between 1 and 256",
+        ),
+        case(
+            &["compare", "--readers", "257"],
+            2,
+            "--readers must be at most 256",
+        ),
+        case(
+            &["compare", "--workers", "0"],
+            2,
+            "--workers must be between 1 and 65536",
+        ),
+        case(
+            &["compare", "--workers", "65537"],
+            2,
+            "--workers must be between 1 and 65536",
+        ),
+        case(
+            &["compare", "--capacity", "0"],
+            2,
+            "--capacity must be at least 1",
+        ),
+        case(&["compare", "--scale", "0"], 2, "--scale must be above 0"),
+        case(&["compare", "--scale=-1"], 2, "--scale must be above 0"),
+        case(&["compare", "--scale", "NaN"], 2, "--scale must be above 0"),
+        case(&["compare", "--scale", "inf"], 2, "--scale must be above 0"),
+        case(&["compare", "--scale", "1001"], 2, "at most 1000"),
+        case(
+            &["compare", "--mode", "keepup", "--rate", "0"],
+            2,
+            "--rate must be a positive",
+        ),
+        case(
+            &["compare", "--mode", "keepup", "--rate=-5"],
+            2,
+            "--rate must be a positive",
+        ),
+        case(
+            &["compare", "--mode", "keepup", "--rate", "NaN"],
+            2,
+            "--rate must be a positive",
+        ),
+        case(
+            &["compare", "--mode", "keepup", "--rate", "inf"],
+            2,
+            "--rate must be a positive",
+        ),
+        case(
+            &["compare", "--mode", "keepup", "--window-s", "0"],
+            2,
+            "--window-s must be above 0",
+        ),
+        case(
+            &["compare", "--mode", "keepup", "--window-s", "3601"],
+            2,
+            "at most 3600",
+        ),
+        case(
+            &["compare", "--mode", "both", "--window-s", "NaN"],
+            2,
+            "--window-s must be above 0",
+        ),
+        // Values clap cannot parse.
+        case(&["compare", "--lanes", "abc"], 2, "invalid value 'abc'"),
+        case(&["compare", "--lanes", "-1"], 2, "unexpected argument '-1'"),
+        case(
+            &["compare", "--seed=-1"],
+            2,
+            "invalid value '-1' for '--seed <SEED>'",
+        ),
+        case(
+            &["compare", "--seed", "18446744073709551616"],
+            2,
+            "invalid value",
+        ),
+        case(&["compare", "--mode", "fast"], 2, "invalid value 'fast'"),
+        case(&["compare", "--workload", "foo"], 2, "invalid value 'foo'"),
+        case(&["compare", "--bogus"], 2, "unexpected argument '--bogus'"),
+        case(&["compare", "--events"], 2, "a value is required"),
+        case(&["frobnicate"], 2, "unrecognized subcommand"),
+        case(&["gen", "--workload", "chat"], 2, "--out"),
+        // Sources that exclude each other.
+        case(
+            &["compare", "--trace", &trace, "--events", &ok],
+            2,
+            "cannot be used with",
+        ),
+        case(
+            &["compare", "--workload", "chat", "--events", &ok],
+            2,
+            "cannot be used with",
+        ),
+        case(
+            &[
+                "compare",
+                "--paper",
+                &here,
+                "--json",
+                &format!("{here}/r.json"),
+            ],
+            2,
+            "cannot be used with",
+        ),
+        case(
+            &["compare", "--paper", &here, "--events", &ok],
+            2,
+            "cannot be used with",
+        ),
+        case(
+            &["compare", "--paper", &here, "--workload", "chat"],
+            2,
+            "cannot be used with",
+        ),
+        // Output paths, checked before anything runs.
+        events(&["--json", &in_missing], 2, "--json"),
+        events(&["--json", &here], 2, "is a directory"),
+        events(&["--plots", &a_file], 2, "--plots"),
+        events(&["--plots", &format!("{a_file}/sub")], 2, "--plots"),
+        case(
+            &["compare", "--paper", &format!("{a_file}/paper")],
+            2,
+            "--paper",
+        ),
+        case(
+            &[
+                "gen",
+                "--workload",
+                "chat",
+                "--scale",
+                "0.01",
+                "--out",
+                &in_missing,
+            ],
+            2,
+            "--out",
+        ),
+        case(
+            &[
+                "gen",
+                "--workload",
+                "chat",
+                "--scale",
+                "0.01",
+                "--out",
+                &here,
+            ],
+            2,
+            "is a directory",
+        ),
+        // Data errors: exit 1, naming the file and line.
+        case(
+            &[
+                "compare",
+                "--paper",
+                &format!("{here}/paper"),
+                "--trace",
+                &huge,
+            ],
+            1,
+            "line 1: field `output_length`",
+        ),
+        case(&["compare", "--events", &missing], 1, "cannot open"),
+        case(&["compare", "--trace", &missing], 1, "cannot open"),
+        case(&["compare", "--events", &here], 1, "line 1: cannot read"),
+        case(
+            &["compare", "--events", "/dev/zero"],
+            1,
+            "line 1: line longer than 1048576 bytes",
+        ),
+        case(
+            &["compare", "--trace", "/dev/zero"],
+            1,
+            "line 1: line longer than 1048576 bytes",
+        ),
+        case(
+            &["compare", "--events", &dup],
+            1,
+            "line 1: invalid JSON at column 16: duplicate field `t`",
+        ),
+        case(
+            &["compare", "--trace", &huge],
+            1,
+            "line 1: field `output_length`: 18446744073709551615 exceeds",
+        ),
+        case(
+            &["compare", "--trace", &wrap],
+            1,
+            "line 2: `hash_ids` item 0: 4611686018427387905 exceeds",
+        ),
+        case(
+            &["compare", "--events", &unchained],
+            1,
+            "line 1: `blocks` item 0: external hash 1 is not the chain",
+        ),
+        case(
+            &["compare", "--trace", &trace, "--capacity", "4"],
+            1,
+            "line 1: the request needs 6 blocks",
+        ),
+        case(
+            &[
+                "gen",
+                "--events",
+                &dup,
+                "--out",
+                &format!("{here}/g2.jsonl"),
+            ],
+            1,
+            "duplicate field `t`",
+        ),
+        case(
+            &[
+                "gen",
+                "--trace",
+                &huge,
+                "--out",
+                &format!("{here}/g3.jsonl"),
+            ],
+            1,
+            "exceeds the limit",
+        ),
+    ]
+}
+
+#[test]
+fn flags_and_files_exit_with_their_code_and_message() {
+    let dir = scratch("flags");
+    let mut failures = Vec::new();
+    for case in flag_cases(&dir) {
+        let output = Command::new(env!("CARGO_BIN_EXE_crtc"))
+            .args(&case.args)
+            .output()
+            .expect("run crtc");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        if output.status.code() != Some(case.code) || !stderr.contains(case.needle) {
+            failures.push(format!(
+                "{:?}: exit {:?} (want {}), stderr {stderr:?} (want {:?})",
+                case.args,
+                output.status.code(),
+                case.code,
+                case.needle
+            ));
+        }
+    }
+    // Output files created before a run that failed are removed again.
+    for name in ["g2.jsonl", "g3.jsonl"] {
+        assert!(!dir.join(name).exists(), "{name} left behind");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
