@@ -9,9 +9,13 @@
 //!   that adds coverage or a child to a node checks it first, inside its own
 //!   section; the sections exclude each other, so either the writer's change
 //!   lands first (and the sweeper sees a holder or a child and skips the
-//!   node) or the writer sees the flag and re-plans from the parent. A writer
-//!   holding a transient reference to a node therefore never writes into a
-//!   detached node, without the sweeper having to count references.
+//!   node) or the writer sees the flag and re-plans from the parent. The one
+//!   writer that does not check is the decode fast path: its eligibility
+//!   needs the storing rank full on the node, and a detached node has no
+//!   full rank (the sweeper unlinks only holder-less nodes, and every other
+//!   section that adds coverage checks the flag). A writer holding a
+//!   transient reference to a node therefore never writes into a detached
+//!   node, without the sweeper having to count references.
 //! * `lane_holds` counts the lanes whose lookups name the node. A lane
 //!   changes it only for the first and last entry naming the node (not per
 //!   event). The sweeper leaves held nodes alone (policy, not safety: the

@@ -4,7 +4,9 @@
 //! Protocol. Each node has one 64-bit version word (layout below), a plan
 //! version, and a payload made only of atomics ([`payload`]).
 //!
-//! * **Readers** never write shared memory: load the word (Acquire); if a
+//! * **Readers** take no lock and write no node memory (their only shared
+//!   write is the reclaimer pin that keeps out-of-line arrays alive: a
+//!   thread-local count for crossbeam-epoch): load the word (Acquire); if a
 //!   structural write is in progress, restart; run the closure on a view
 //!   (Relaxed loads, clamped); `fence(Acquire)`; re-load the word (Relaxed)
 //!   and compare, ignoring the append bit. After [`MAX_OPTIMISTIC`] failed
