@@ -331,6 +331,12 @@ fn run_gen(args: &GenArgs, matches: &ArgMatches) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Counts the heap the compared indexes hold (switched on only in the
+/// untimed memory replay; see `measurement::heap`).
+#[global_allocator]
+static ALLOCATOR: crtc_bench::compare::measurement::heap::CountingAlloc =
+    crtc_bench::compare::measurement::heap::CountingAlloc;
+
 fn main() -> ExitCode {
     // No subcommand means `compare` with its defaults. Clap itself exits 2
     // on a flag it cannot parse.

@@ -9,7 +9,7 @@
 use crate::compare::checks::oracle::{self, Oracle, Verdicts};
 use crate::compare::checks::run_check;
 use crate::compare::measurement::plan::Plan;
-use crate::compare::measurement::{capacity, keepup, measure};
+use crate::compare::measurement::{capacity, heap, keepup, measure};
 use crate::compare::output::report::{Report, Row, Settings, WorkloadInfo};
 use crate::compare::subjects::backend::BackendStats;
 use crate::compare::{
@@ -68,7 +68,8 @@ fn base_row(
         update_p50_ns: None,
         update_p99_ns: None,
         backlog_at_end: None,
-        bytes_per_membership: memberships.and_then(bytes_per),
+        bytes_per_membership: None,
+        footprint_bytes_per_membership: memberships.and_then(bytes_per),
         overcounts: None,
         undercounts: None,
         read_only_p50_ns: None,
@@ -139,6 +140,9 @@ fn capacity_row(cx: &Context<'_>, config: &Configuration) -> Result<(Row, Verdic
     let mut quiet = capacity::read_only(&backend, cx.plan, cx.options.readers, run.lookups)?;
     let verdicts = cx.oracle.map(|o| o.check(&*backend)).unwrap_or_default();
     drop(backend);
+    let fast_path = config.fast_path.unwrap_or(false);
+    let heap_bytes = heap::index_bytes(|| (config.build)(cx.options.lanes, fast_path), cx.plan);
+    let memberships = cx.oracle.map(Oracle::memberships);
     let (p50, p99) = measure::p50_p99(&mut run.reads);
     let (quiet_p50, quiet_p99) = measure::p50_p99(&mut quiet);
     let row = Row {
@@ -158,12 +162,8 @@ fn capacity_row(cx: &Context<'_>, config: &Configuration) -> Result<(Row, Verdic
         lookups: run.lookups,
         elapsed_s: run.elapsed.as_secs_f64(),
         read_samples: run.reads.len(),
-        ..base_row(
-            config,
-            "capacity",
-            &run.stats,
-            cx.oracle.map(Oracle::memberships),
-        )
+        bytes_per_membership: heap_bytes.zip(memberships).and_then(|(b, m)| ratio(b, m)),
+        ..base_row(config, "capacity", &run.stats, memberships)
     };
     Ok((row, verdicts))
 }

@@ -1,9 +1,11 @@
 //! How a row is measured: the stream split into writes and lookups
 //! ([`plan`]), write capacity ([`capacity`]), keep-up latency at an offered
-//! rate ([`keepup`]), and the clocks, percentiles and machine description
-//! they share ([`measure`]).
+//! rate ([`keepup`]), memory counted by a global allocator ([`heap`]), and
+//! the clocks, percentiles and machine description they share
+//! ([`measure`]).
 
 pub mod capacity;
+pub mod heap;
 pub mod keepup;
 pub mod measure;
 pub mod plan;

@@ -71,9 +71,16 @@ pub struct Row {
     pub update_p99_ns: Option<u64>,
     /// Events enqueued but not applied when the window closed (keep-up).
     pub backlog_at_end: Option<u64>,
-    /// Node bytes per (rank, block) membership held at the end (the model's
-    /// count, the same denominator for every row).
+    /// Heap bytes the index holds per (rank, block) membership at the end of
+    /// the stream, counted by the global allocator in an untimed replay
+    /// (`measurement::heap`; the model's membership count, the same
+    /// denominator for every row). `None` where the allocator is not
+    /// installed or the stream has no model.
     pub bytes_per_membership: Option<f64>,
+    /// The index's own estimate of its node bytes (`footprint`) per
+    /// membership: nodes, edges and coverage, without lane lookups, slot
+    /// tables or retired memory (`None` for upstream, which has none).
+    pub footprint_bytes_per_membership: Option<f64>,
     /// (query, rank) scores above the held prefix (capacity).
     pub overcounts: Option<u64>,
     /// (query, rank) scores below the reachable prefix (capacity).
@@ -512,6 +519,7 @@ mod tests {
             update_p99_ns: (mode == "keepup").then_some(90_000),
             backlog_at_end: (mode == "keepup").then_some(3),
             bytes_per_membership: Some(31.25),
+            footprint_bytes_per_membership: Some(20.5),
             overcounts: (mode == "capacity").then_some(0),
             undercounts: (mode == "capacity").then_some(0),
             read_only_p50_ns: (mode == "capacity").then_some(700),

@@ -15,8 +15,9 @@
 //!
 //! Version 1.6.1 predates the one-lock decode append, so this row is the
 //! "before" of that change. What the crate does not expose is reported as
-//! unknown: its memory (`bytes_per_membership` is `null`) and fast-path hits
-//! (it has no separate fast path). Its lane threads are unnamed, so their CPU
+//! unknown: its own memory estimate (`footprint_bytes_per_membership` is
+//! `null`; its heap use is counted like every row's, see
+//! `measurement::heap`) and fast-path hits (it has no separate fast path). Its lane threads are unnamed, so their CPU
 //! time is read from the threads the constructor started.
 //!
 //! Building it needs rustc 1.88 or newer (the crate is edition 2024 and uses

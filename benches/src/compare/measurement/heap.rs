@@ -1,0 +1,135 @@
+//! Memory counted in full: a counting global allocator and the untimed
+//! replay that reads it.
+//!
+//! Protocol. The `crtc` binary installs [`CountingAlloc`] as its global
+//! allocator. It forwards every call to the system allocator and, only while
+//! counting is switched on, adds each allocation's size to one live-bytes
+//! total and subtracts each deallocation's. Counting is off during every
+//! timed phase (the switch is one Relaxed load per call, so the timed rows
+//! pay no shared write), and on only in [`index_bytes`]: build the row's
+//! index empty and drain it, read the total, replay every write of the stream, drain
+//! (which also sweeps and collects what the reclaimer can free), read the
+//! total again (each write is cloned inside the count, so what the lane
+//! frees of it nets to zero). The difference is every heap byte the index holds for the
+//! stream, whatever structure holds it — nodes, edges, coverage, cutoffs,
+//! edge indexes, lane lookup entries, slot tables, child maps — and, for the
+//! epoch gates, memory retired and not yet freed when the drain ends. The
+//! same replay measures upstream's index through its public API, so its row
+//! has a number too; what it allocates per index, not per event (its
+//! runtime, its channels), is in the empty build and not counted.
+//!
+//! What the count misses: memory freed during the replay and allocated
+//! again by another thread between the two reads is counted at its final
+//! size only (the difference of two totals, not a peak); thread stacks and
+//! mappings made outside the allocator are not heap.
+//!
+//! Outside the binary (library tests, benches) nothing installs the
+//! allocator, and [`index_bytes`] returns `None`.
+
+use crate::compare::measurement::plan::{issue, Plan};
+use crate::compare::subjects::backend::Backend;
+use crtc_strategies::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use crtc_strategies::sync::Arc;
+use std::alloc::{GlobalAlloc, Layout, System};
+
+/// Live heap bytes allocated while counting was on, minus those freed
+/// while it was on.
+static LIVE: AtomicI64 = AtomicI64::new(0);
+/// Whether allocations are counted.
+static COUNTING: AtomicBool = AtomicBool::new(false);
+
+/// The system allocator, with live bytes counted while switched on.
+pub struct CountingAlloc;
+
+impl CountingAlloc {
+    fn note(delta: i64) {
+        // Relaxed: a plain flag; a call that misses a flip is counted on
+        // the side it saw, and the reads happen on a quiescent index.
+        if COUNTING.load(Ordering::Relaxed) {
+            // Relaxed: only the total matters; `index_bytes` reads it after
+            // joining on the drain, which orders every earlier update.
+            LIVE.fetch_add(delta, Ordering::Relaxed);
+        }
+    }
+}
+
+// SAFETY: every call forwards to `System` with the same arguments and
+// returns its result unchanged; the counting touches only two atomics and
+// never allocates, so it cannot re-enter the allocator.
+unsafe impl GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's contract for `alloc` is passed on unchanged.
+        let ptr = unsafe { System.alloc(layout) };
+        if !ptr.is_null() {
+            Self::note(layout.size() as i64);
+        }
+        ptr
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's contract for `alloc_zeroed` is passed on.
+        let ptr = unsafe { System.alloc_zeroed(layout) };
+        if !ptr.is_null() {
+            Self::note(layout.size() as i64);
+        }
+        ptr
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from this allocator, which is `System`'s.
+        unsafe { System.dealloc(ptr, layout) };
+        Self::note(-(layout.size() as i64));
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: the caller's contract for `realloc` is passed on unchanged.
+        let new = unsafe { System.realloc(ptr, layout, new_size) };
+        if !new.is_null() {
+            Self::note(new_size as i64 - layout.size() as i64);
+        }
+        new
+    }
+}
+
+/// Counts the live bytes `f` leaves allocated (counting on only inside).
+fn counted<T>(f: impl FnOnce() -> T) -> (T, i64) {
+    // SeqCst on the switch and the reads: the measuring thread's own
+    // program order is what matters, and these run a handful of times.
+    COUNTING.store(true, Ordering::SeqCst);
+    let before = LIVE.load(Ordering::SeqCst);
+    let value = f();
+    let after = LIVE.load(Ordering::SeqCst);
+    COUNTING.store(false, Ordering::SeqCst);
+    (value, after - before)
+}
+
+/// Whether the counting allocator is installed (it is in the `crtc` binary).
+pub fn installed() -> bool {
+    let (_, bytes) = counted(|| std::hint::black_box(Box::new([0u8; 64])));
+    bytes != 0
+}
+
+/// Heap bytes the index of `build` holds after every write of `plan`,
+/// above what the same index holds empty (see the module docs); `None`
+/// outside the `crtc` binary.
+pub fn index_bytes(build: impl FnOnce() -> Arc<dyn Backend>, plan: &Plan) -> Option<u64> {
+    if !installed() {
+        return None;
+    }
+    let backend = build();
+    // Warm up what an index makes on first use, not per event (channel
+    // blocks, a sweep's scratch), so the count starts from a used index.
+    backend.flush();
+    std::hint::black_box(backend.stats());
+    let (_, filled) = counted(|| {
+        // Each write is cloned inside the count, so the event the lane
+        // consumes and frees was counted when it was made: net zero.
+        for op in &plan.ops {
+            issue(&*backend, op.clone());
+        }
+        backend.flush();
+        std::hint::black_box(backend.stats());
+    });
+    drop(backend);
+    Some(filled.max(0) as u64)
+}
