@@ -43,6 +43,19 @@ pub struct Tally {
     pub dead: i64,
 }
 
+/// Gives back most of a rank's lookup table once evictions left it a
+/// quarter full: a hash table never shrinks by itself, so without this a
+/// rank's table stays at its peak size for the rest of the run. Shrinking to
+/// twice the live entries leaves room to grow before the next rehash, and a
+/// table must lose half its entries again before it shrinks again, so the
+/// rehash cost stays proportional to the removals (amortized O(1) each).
+fn shrink_if_sparse<K: Eq + std::hash::Hash, V>(map: &mut FxHashMap<K, V>) {
+    const MIN_CAPACITY: usize = 64;
+    if map.capacity() > MIN_CAPACITY && map.len() * 4 < map.capacity() {
+        map.shrink_to(map.len() * 2);
+    }
+}
+
 /// One lane's reverse lookups and node holds.
 pub struct Lane<G: ShapeGate> {
     ranks: FxHashMap<WorkerWithDpRank, FxHashMap<ExternalSequenceBlockHash, NodeId>>,
@@ -227,9 +240,13 @@ impl<G: ShapeGate> Lane<G> {
         rank: WorkerWithDpRank,
         hash: ExternalSequenceBlockHash,
     ) -> bool {
-        let Some(id) = self.ranks.get_mut(&rank).and_then(|m| m.remove(&hash)) else {
+        let Some(map) = self.ranks.get_mut(&rank) else {
             return false;
         };
+        let Some(id) = map.remove(&hash) else {
+            return false;
+        };
+        shrink_if_sparse(map);
         self.count(id, -1);
         true
     }
@@ -255,6 +272,7 @@ impl<G: ShapeGate> Lane<G> {
                 }
             }
         }
+        shrink_if_sparse(map);
         for (id, n) in ids.into_iter().zip(removed) {
             if let (Some(id), true) = (id, n > 0) {
                 self.count(id, -n);
@@ -419,5 +437,40 @@ impl LaneCounters {
     /// Fast-path misses for `reason`.
     pub fn misses(&self, reason: AppendMiss) -> u64 {
         self.fast_path_misses[reason.index()].get()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shrink_if_sparse;
+    use rustc_hash::FxHashMap;
+
+    #[test]
+    fn a_table_emptied_by_evictions_gives_its_memory_back() {
+        let mut map: FxHashMap<u64, u32> = (0..4096).map(|k| (k, 0)).collect();
+        let peak = map.capacity();
+        for k in 0..4000 {
+            map.remove(&k);
+            shrink_if_sparse(&mut map);
+        }
+        assert_eq!(map.len(), 96);
+        assert!(map.capacity() * 8 <= peak, "{} of {peak}", map.capacity());
+        assert!(map.capacity() >= 2 * map.len(), "room left to grow");
+    }
+
+    #[test]
+    fn a_small_or_busy_table_is_left_alone() {
+        let mut small: FxHashMap<u64, u32> = (0..40).map(|k| (k, 0)).collect();
+        let capacity = small.capacity();
+        for k in 0..39 {
+            small.remove(&k);
+            shrink_if_sparse(&mut small);
+        }
+        assert_eq!(small.capacity(), capacity);
+        let mut busy: FxHashMap<u64, u32> = (0..4096).map(|k| (k, 0)).collect();
+        let capacity = busy.capacity();
+        busy.remove(&0);
+        shrink_if_sparse(&mut busy);
+        assert_eq!(busy.capacity(), capacity);
     }
 }
