@@ -46,7 +46,7 @@ impl EdgeIndex {
 
     fn rebuild(&mut self, edge: &[BlockPair]) {
         self.table = (edge.len() > INDEX_THRESHOLD).then(|| {
-            let mut table = FxHashMap::with_capacity_and_hasher(2 * edge.len(), Default::default());
+            let mut table = FxHashMap::with_capacity_and_hasher(edge.len(), Default::default());
             for (pos, pair) in edge.iter().enumerate() {
                 table.insert(pair.external, pos as u32);
             }
