@@ -84,12 +84,19 @@ struct SourceArgs {
 struct CompareArgs {
     #[command(flatten)]
     source: SourceArgs,
-    /// Lane (event) threads per row.
-    #[arg(long, default_value_t = 2)]
-    lanes: usize,
-    /// Reader threads running find_matches during each run.
-    #[arg(long, default_value_t = 1)]
-    readers: usize,
+    /// Lane (event) threads per row [default: 2, or 1 on a machine with
+    /// fewer than 3 cores].
+    #[arg(long)]
+    lanes: Option<usize>,
+    /// Reader threads running find_matches during each run [default: 1, or
+    /// 0 on one core].
+    #[arg(long)]
+    readers: Option<usize>,
+    /// Run even when lanes plus readers exceed the machine's cores (refused
+    /// otherwise: preemption would dominate the latencies); the report then
+    /// says so.
+    #[arg(long)]
+    oversubscribe: bool,
     /// Write the report as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -161,9 +168,11 @@ fn compare_options(args: &CompareArgs) -> Result<CompareOptions, CompareError> {
             "--window-s must be above 0 and at most 3600".to_owned(),
         ));
     }
+    let defaults = CompareOptions::default();
     Ok(CompareOptions {
-        lanes: args.lanes,
-        readers: args.readers,
+        lanes: args.lanes.unwrap_or(defaults.lanes),
+        readers: args.readers.unwrap_or(defaults.readers),
+        oversubscribe: args.oversubscribe,
         mode: match args.mode {
             ModeArg::Capacity => Mode::Capacity,
             ModeArg::Keepup => Mode::KeepUp,

@@ -151,11 +151,14 @@ fn recorded_chat_stream_replays_with_zero_overcounts() {
         source: Source::Events(path.clone()),
         readers: 2,
         lanes: 1,
+        oversubscribe: true,
         ..options
     };
     let report = compare::run(&replay);
     let _ = std::fs::remove_file(&path);
     let report = report.expect("compare runs");
+    let cores = report.machine.cores;
+    assert_eq!(report.settings.oversubscribed, 3 > cores, "{cores} cores");
     assert!(report.failures.is_empty(), "{:?}", report.failures);
     assert!(report
         .rows

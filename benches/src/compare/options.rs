@@ -2,6 +2,7 @@
 //! they name (a seeded preset, a Mooncake trace run through the engine
 //! model, or a recorded event stream), loaded once per run.
 
+use crate::compare::measurement::measure::online_cores;
 use crtc_verification::workload::presets::{self, agentx_placement};
 use crtc_verification::workload::{
     jsonl, mooncake, EngineConfig, ParseError, RandomPlacement, Workload,
@@ -112,18 +113,39 @@ pub struct CompareOptions {
     /// Accept an event file that breaks the chaining rule; the reference
     /// model's verdicts are then not computed.
     pub unchained: bool,
+    /// Run even when lanes plus readers exceed the machine's cores (the
+    /// report then says so).
+    pub oversubscribe: bool,
+}
+
+/// Default lane and reader threads for a machine with `cores` cores: one
+/// reader and up to two lanes, never more busy threads than cores (one
+/// core: one lane and no reader). The thread that issues events is not
+/// counted: it enqueues the whole stream in a fraction of the run and then
+/// waits for the drain.
+pub fn default_threads(cores: usize) -> (usize, usize) {
+    let lanes = cores.saturating_sub(1).clamp(1, 2);
+    (lanes, cores.saturating_sub(lanes).min(1))
+}
+
+/// Busy threads of a run (lanes plus readers) above the machine's cores, if
+/// any: (busy threads, cores).
+pub fn oversubscription(options: &CompareOptions, cores: usize) -> Option<(usize, usize)> {
+    let busy = options.lanes + options.readers;
+    (busy > cores).then_some((busy, cores))
 }
 
 impl Default for CompareOptions {
-    /// The default run: built-in agentx preset, capacity mode, 2 lanes, 1
-    /// reader.
+    /// The default run: built-in agentx preset, capacity mode, lanes and
+    /// readers from [`default_threads`] for this machine.
     fn default() -> Self {
+        let (lanes, readers) = default_threads(online_cores());
         Self {
             source: Source::Preset("agentx".to_owned()),
             seed: DEFAULT_SEED,
             scale: DEFAULT_SCALE,
-            lanes: 2,
-            readers: 1,
+            lanes,
+            readers,
             workers: None,
             capacity: None,
             mode: Mode::Capacity,
@@ -134,6 +156,7 @@ impl Default for CompareOptions {
             check_upstream: false,
             check_limit: DEFAULT_CHECK_LIMIT,
             unchained: false,
+            oversubscribe: false,
         }
     }
 }
@@ -258,6 +281,17 @@ pub fn validate(options: &CompareOptions) -> Result<(), CompareError> {
     }
     if options.check_upstream && !cfg!(feature = "upstream") {
         return bad(UPSTREAM_MISSING);
+    }
+    if let (Some((busy, cores)), false) = (
+        oversubscription(options, online_cores()),
+        options.oversubscribe,
+    ) {
+        return Err(CompareError(format!(
+            "{} lanes + {} readers = {busy} busy threads on {cores} cores: preemption would \
+             dominate the latencies; lower --lanes/--readers, or pass --oversubscribe to run \
+             anyway (the report then says so)",
+            options.lanes, options.readers
+        )));
     }
     Ok(())
 }

@@ -10,6 +10,7 @@ use crate::compare::checks::oracle::{self, Oracle, Verdicts};
 use crate::compare::checks::run_check;
 use crate::compare::measurement::plan::Plan;
 use crate::compare::measurement::{capacity, heap, keepup, measure};
+use crate::compare::options::oversubscription;
 use crate::compare::output::report::{Report, Row, Settings, WorkloadInfo};
 use crate::compare::subjects::backend::BackendStats;
 use crate::compare::{
@@ -273,6 +274,13 @@ fn unmodelled_refusals(row: &Row) -> Option<String> {
 pub fn run(options: &CompareOptions) -> Result<Report, CompareError> {
     validate(options)?;
     let machine = measure::Machine::detect();
+    let oversubscribed = oversubscription(options, machine.cores);
+    if let Some((busy, cores)) = oversubscribed {
+        eprintln!(
+            "warning: {busy} busy threads on {cores} cores (--oversubscribe): latencies include \
+             preemption; the report says so"
+        );
+    }
     let started = Instant::now();
     let workload = load_workload(options)?;
     let load = started.elapsed();
@@ -301,6 +309,7 @@ pub fn run(options: &CompareOptions) -> Result<Report, CompareError> {
         schedule,
         keepup_memberships,
     };
+    let oversubscribed = oversubscribed.is_some();
     let (mut rows, mut failures) = (Vec::new(), Vec::new());
     if let Some(check) = upstream_check.as_ref().filter(|c| c.ours_failures > 0) {
         failures.push(format!(
@@ -334,6 +343,7 @@ pub fn run(options: &CompareOptions) -> Result<Report, CompareError> {
         settings: Settings {
             lanes: options.lanes,
             readers: options.readers,
+            oversubscribed,
             mode: options.mode.name().to_owned(),
             rate: options.rate,
             window_s: options.window.as_secs_f64(),

@@ -154,6 +154,17 @@ pub(crate) fn flag_cases(dir: &std::path::Path) -> Vec<FlagCase> {
             2,
             "--readers must be at most 256",
         ),
+        // More busy threads than cores: refused unless asked for, then said.
+        events(
+            &["--lanes", "200", "--readers", "200"],
+            2,
+            "pass --oversubscribe to run anyway",
+        ),
+        events(
+            &["--lanes", "64", "--oversubscribe"],
+            0,
+            "(--oversubscribe): latencies include preemption",
+        ),
         case(
             &["compare", "--workers", "0"],
             2,

@@ -170,6 +170,9 @@ pub struct Settings {
     pub lanes: usize,
     /// Reader threads per row.
     pub readers: usize,
+    /// Lanes plus readers exceeded the machine's cores (`--oversubscribe`):
+    /// latencies then include preemption.
+    pub oversubscribed: bool,
     /// "capacity", "keepup" or "both".
     pub mode: String,
     /// Keep-up offered rate, events per second.
@@ -333,7 +336,7 @@ impl Report {
             .map_or_else(String::new, |d| format!(" ({d} distinct)"));
         format!(
             "workload {} (seed {}{scale}): {} events, {} blocks, {} queries{distinct}, decode share {:.1}%, {}; \
-             {} lanes, {} readers, {} cores ({}){}",
+             {} lanes, {} readers, {} cores ({}){}{}",
             w.name,
             w.seed,
             w.events,
@@ -348,6 +351,12 @@ impl Report {
             self.machine
                 .load_average
                 .map_or_else(String::new, |l| format!(", load average {l:.2} at start")),
+            if self.settings.oversubscribed {
+                "; OVERSUBSCRIBED (--oversubscribe): more busy threads than cores, so \
+                 latencies include preemption"
+            } else {
+                ""
+            },
         )
     }
 
@@ -565,6 +574,7 @@ mod tests {
             settings: Settings {
                 lanes: 2,
                 readers: 1,
+                oversubscribed: false,
                 mode: "both".to_owned(),
                 rate: 20_000.0,
                 window_s: 5.0,
