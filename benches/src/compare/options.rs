@@ -137,7 +137,8 @@ pub fn oversubscription(options: &CompareOptions, cores: usize) -> Option<(usize
 
 impl Default for CompareOptions {
     /// The default run: built-in agentx preset, capacity mode, lanes and
-    /// readers from [`default_threads`] for this machine.
+    /// readers fitted to this machine's cores (two lanes and one reader, fewer
+    /// below three cores).
     fn default() -> Self {
         let (lanes, readers) = default_threads(online_cores());
         Self {
