@@ -19,34 +19,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-what=${1:-all}
-case "$what" in
-all) filter=() ;;
-models) filter=(--skip loom_mutants_are_caught --skip sweep_negative_controls_fail) ;;
-mutants) filter=(loom_mutants_are_caught sweep_negative_controls_fail) ;;
-*)
-    echo "usage: $0 [all|models|mutants]" >&2
-    exit 2
-    ;;
-esac
+source .ci/checkers.sh
+choose_filter "$0" "${1:-all}" models loom_mutants_are_caught sweep_negative_controls_fail
 
 export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }--cfg crtc_loom"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/loom"
 export CRTC_LOOM_PREEMPTIONS="${CRTC_LOOM_PREEMPTIONS:-2}"
 
-tests=(loom_rwlock loom_seqlock loom_epoch loom_sweep)
-test_args=()
-for t in "${tests[@]}"; do test_args+=(--test "$t"); done
-
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 start=$SECONDS
-cargo test -p crtc-verification --release --features all-strategies "${test_args[@]}" --no-run 2>&1 | tail -n 3
-build=$((SECONDS - start))
-for t in "${tests[@]}"; do
-    cargo test -p crtc-verification --release --features all-strategies --test "$t" -- \
-        --nocapture "${filter[@]}" 2>&1 | tee -a "$log"
-done
+run_suites "$log" loom_rwlock loom_seqlock loom_epoch loom_sweep
 
 # One summary line: per gate, its models (executions, seconds) and its
 # negative controls (caught / total, with the catching model).
@@ -65,8 +48,7 @@ for gate in rwlock seqlock epoch sweep; do
     fi
     caught=$(grep -oE "loom mutants $gate: [0-9]+ of [0-9]+ caught" "$log" | tail -1 | grep -oE '[0-9]+ of [0-9]+' || true)
     if [ -n "$caught" ]; then
-        catchers=$(grep -oE "mutant [A-Za-z]+ \[$gate\]: caught by [A-Za-z0-9_]+" "$log" |
-            sed -E 's/mutant ([A-Za-z]+) \[[a-z]+\]: caught by ([A-Za-z0-9_]+)/\1→\2/' | paste -sd' ' - || true)
+        catchers=$(catchers "$log" "$gate")
         label=mutants
         [ "$gate" = sweep ] && label="negative controls"
         part+="; $label $caught caught ($catchers)"

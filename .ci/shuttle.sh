@@ -17,16 +17,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-what=${1:-all}
-case "$what" in
-all) filter=() ;;
-scenarios) filter=(--skip shuttle_mutants) ;;
-mutants) filter=(shuttle_mutants) ;;
-*)
-    echo "usage: $0 [all|scenarios|mutants]" >&2
-    exit 2
-    ;;
-esac
+source .ci/checkers.sh
+choose_filter "$0" "${1:-all}" scenarios shuttle_mutants
 
 export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }--cfg crtc_shuttle"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/shuttle"
@@ -35,19 +27,10 @@ export CRTC_SHUTTLE_STORM_ITERS="${CRTC_SHUTTLE_STORM_ITERS:-1000}"
 export CRTC_SHUTTLE_SEEDS="${CRTC_SHUTTLE_SEEDS:-1 2 3}"
 export CRTC_SHUTTLE_MUTANT_ITERS="${CRTC_SHUTTLE_MUTANT_ITERS:-300}"
 
-tests=(shuttle_rwlock shuttle_seqlock shuttle_epoch)
-test_args=()
-for t in "${tests[@]}"; do test_args+=(--test "$t"); done
-
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 start=$SECONDS
-cargo test -p crtc-verification --release --features all-strategies "${test_args[@]}" --no-run 2>&1 | tail -n 3
-build=$((SECONDS - start))
-for t in "${tests[@]}"; do
-    cargo test -p crtc-verification --release --features all-strategies --test "$t" -- \
-        --nocapture "${filter[@]}" 2>&1 | tee -a "$log"
-done
+run_suites "$log" shuttle_rwlock shuttle_seqlock shuttle_epoch
 
 # One summary line: per gate, its scenario runs (schedules, seconds), its
 # storms' retry distributions, and its negative controls.
@@ -72,8 +55,7 @@ for gate in rwlock seqlock epoch; do
     fi
     caught=$(grep -oE "shuttle mutants $gate: ([0-9]+ of [0-9]+ caught( \(informational\))?|skipped)" "$log" | tail -1 | sed -E "s/shuttle mutants $gate: //" || true)
     if [ -n "$caught" ]; then
-        catchers=$(grep -oE "mutant [A-Za-z]+ \[$gate\]: caught by [a-z_]+" "$log" |
-            sed -E 's/mutant ([A-Za-z]+) \[[a-z]+\]: caught by ([a-z_]+)/\1→\2/' | paste -sd' ' - || true)
+        catchers=$(catchers "$log" "$gate")
         part+="; mutants $caught${catchers:+ ($catchers)}"
     fi
     [ "$part" != "$gate:" ] && parts+=("$part")

@@ -1,5 +1,5 @@
 //! Worker lifecycle, slot recycling, anchors and stale-leaf reclamation
-//! (issue 6), for every strategy. Races that decide the slot protocol are
+//! for every strategy. Races that decide the slot protocol are
 //! made deterministic by parking a thread pinned in the reclaimer: a removal
 //! that unmapped a slot cannot sweep it before that pin ends, so the tests can
 //! look at the state "unmapped, not yet released" for as long as they like.

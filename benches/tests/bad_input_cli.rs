@@ -1,4 +1,4 @@
-//! Hostile input (issue 15), table-driven: malformed, oversized and
+//! Hostile input, table-driven: malformed, oversized and
 //! contradictory event files, traces and command lines. Reader cases run
 //! in-process (each bad line sits at line 3 of an otherwise valid file and
 //! must be refused with that line number and a reason); flag, output-path

@@ -1,4 +1,4 @@
-//! loom models of the epoch gate (DESIGN §10, sync-anchors §1.4–§1.6, §7.6),
+//! loom models of the epoch gate (papers/protocols.md §4),
 //! instantiated from `crtc_verification::models` (see `loom_rwlock.rs` for
 //! the list):
 //!

@@ -1,4 +1,4 @@
-//! loom models of the RwLock gate (DESIGN §10, sync-anchors §7.6). Built
+//! loom models of the RwLock gate (papers/protocols.md). Built
 //! only with `--cfg crtc_loom`, where every lock, atomic, `Arc` and thread of
 //! the tree comes from loom through the facade, so loom explores the real
 //! code's interleavings. The models live in `crtc_verification::models`,

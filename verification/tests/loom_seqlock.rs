@@ -1,4 +1,4 @@
-//! loom models of the seqlock gate (DESIGN §10, sync-anchors §2 and §7.6),
+//! loom models of the seqlock gate (papers/protocols.md),
 //! instantiated from `crtc_verification::models` (see `loom_rwlock.rs` for
 //! the list). loom models Relaxed and Acquire loads with per-location store
 //! histories, so these models explore the weak-memory outcomes of the

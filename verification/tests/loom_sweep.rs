@@ -1,4 +1,4 @@
-//! loom model of the stale-leaf sweep scheduling (issue 6, item 5) on the
+//! loom model of the stale-leaf sweep scheduling on the
 //! real `SweepTrigger` (`crtc_verification::models::sweep`): at most one
 //! sweep in flight, the in-flight flag never left set while a sweep is due,
 //! and no due sweep lost. Gate-independent (the trigger is the tree's).

@@ -1,4 +1,4 @@
-//! loom model of the stale-leaf sweep scheduling (issue 6, item 5) on the
+//! loom model of the stale-leaf sweep scheduling on the
 //! real [`SweepTrigger`] with a fixed clock.
 //!
 //! Two schedulers (a spawned lane thread and the main thread) each fold a

@@ -1,5 +1,5 @@
-//! loom models of the decode append on the real tree (DESIGN §10,
-//! sync-anchors §7.6), generic over the gate. Two ranks, A (lane 0) and B
+//! loom models of the decode append on the real tree (the protocols in
+//! papers/protocols.md), generic over the gate. Two ranks, A (lane 0) and B
 //! (lane 1), both full on the leaf `[1,2,3,4]` after the setup:
 //!
 //! - **L1** A appends `[5]` under 4 on the fast path while a reader thread
