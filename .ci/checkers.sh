@@ -36,9 +36,10 @@ run_suites() {
     done
 }
 
-# catchers LOG GATE: "mutant→model ..." for every "mutant M [GATE]: caught by
-# MODEL" line in LOG, space-separated (empty when there is none).
+# catchers LOG GATE: "mutant→model:property ..." for every "mutant M [GATE]:
+# caught by MODEL on PROPERTY" line in LOG, space-separated (empty when there
+# is none).
 catchers() {
-    grep -oE "mutant [A-Za-z]+ \[$2\]: caught by [A-Za-z0-9_]+" "$1" |
-        sed -E 's/mutant ([A-Za-z]+) \[[a-z]+\]: caught by ([A-Za-z0-9_]+)/\1→\2/' | paste -sd' ' - || true
+    grep -oE "mutant [A-Za-z]+ \[$2\]: caught by [A-Za-z0-9_]+ on [a-z-]+" "$1" |
+        sed -E 's/mutant ([A-Za-z]+) \[[a-z]+\]: caught by ([A-Za-z0-9_]+) on ([a-z-]+)/\1→\2:\3/' | paste -sd' ' - || true
 }

@@ -21,6 +21,10 @@
 //! reproduced by its seed or, seed-independently, by the op index and query
 //! printed in the error. [`ReferenceBackend`] and [`DropRemovalsBackend`]
 //! let the harness test itself.
+//!
+//! The model checkers (module `models`, built under `--cfg crtc_loom` or
+//! `--cfg crtc_shuttle`) tag every failed check with a [`property::Property`]
+//! id, so a negative control counts only when the property it targets fails.
 
 #![warn(missing_docs)]
 
@@ -30,6 +34,7 @@ pub mod chain;
 pub mod harness;
 #[cfg(any(crtc_loom, crtc_shuttle))]
 pub mod models;
+pub mod property;
 pub mod queries;
 pub mod reference;
 pub mod rng;

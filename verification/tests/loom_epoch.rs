@@ -24,7 +24,7 @@ use crtc_strategies::{DefaultEpochGate, EpochGate};
 use crtc_verification::models::gate::{self, GateModel};
 use crtc_verification::models::grace::{self, GraceReclaim, QuarantineAlloc};
 use crtc_verification::models::tree::{Budget, Model, Reads};
-use crtc_verification::models::Suite;
+use crtc_verification::models::{Catch, Property, Suite};
 
 #[global_allocator]
 static ALLOC: QuarantineAlloc = QuarantineAlloc;
@@ -61,10 +61,18 @@ crtc_verification::loom_gate_tests! {
     retries: || (0, READ_FALLBACKS.get()),
     mutants: Mutant::EPOCH,
     catchers: |mutant| match mutant {
-        Mutant::EpochRelaxedPublish => vec!["demote", "split"],
-        Mutant::EpochRetireBeforeUnlink => vec!["demote", "demote_in_place"],
-        Mutant::EpochLenBeforePairs => vec!["pure_append", "demote_in_place"],
-        Mutant::EpochUnexcludedWriters => vec!["two_appenders", "L4a"],
-        _ => vec![],
+        Mutant::EpochRelaxedPublish => Catch::new(Property::RaceFree, &["demote", "split"]),
+        Mutant::EpochRetireBeforeUnlink => {
+            Catch::new(Property::NoFreeWhileHeld, &["demote", "demote_in_place"])
+        }
+        Mutant::EpochLenBeforePairs => Catch::new(Property::AtomicRead, &["pure_append", "demote_in_place"]),
+        Mutant::EpochAppendWithoutPlanBump => Catch::new(Property::SerialOutcome, &["L4b"]),
+        Mutant::EpochUnvalidatedLiveLength => {
+            Catch::new(Property::AtomicRead, &["demote_in_place", "demote"])
+        }
+        Mutant::EpochUnexcludedWriters => {
+            Catch::new(Property::NoFreeWhileHeld, &["two_appenders", "L4a"])
+        }
+        other => unreachable!("{other:?} is not a mutant of this gate"),
     },
 }

@@ -31,7 +31,7 @@ use crtc_strategies::mutants::Mutant;
 use crtc_strategies::RwLockGate;
 use crtc_verification::models::gate::{self, GateModel};
 use crtc_verification::models::tree::{Budget, Model, Reads};
-use crtc_verification::models::Suite;
+use crtc_verification::models::{Catch, Property, Suite};
 
 crtc_verification::loom_explorer!(Loom);
 
@@ -58,11 +58,11 @@ crtc_verification::loom_gate_tests! {
     retries: || (0, 0),
     mutants: Mutant::RWLOCK,
     catchers: |mutant| match mutant {
-        Mutant::SkipInternalCheck => vec!["L2"],
-        Mutant::ClearBitBeforeCutoff => vec!["L1", "demote"],
-        Mutant::NoInvalidation => vec!["L4b"],
-        Mutant::TailCheckOutsideSection => vec!["L4a", "L4b"],
-        _ => vec![],
+        Mutant::SkipInternalCheck => Catch::new(Property::ReadBounds, &["L2"]),
+        Mutant::ClearBitBeforeCutoff => Catch::new(Property::AtomicRead, &["L1", "demote"]),
+        Mutant::NoInvalidation => Catch::new(Property::ReadBounds, &["L4b"]),
+        Mutant::TailCheckOutsideSection => Catch::new(Property::ReadBounds, &["L4a", "L4b"]),
+        other => unreachable!("{other:?} is not a mutant of this gate"),
     },
 }
 

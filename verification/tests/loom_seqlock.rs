@@ -25,7 +25,7 @@ use crtc_strategies::seqlock::{OPTIMISTIC_RESTARTS, PESSIMISTIC_FALLBACKS};
 use crtc_strategies::SeqlockGate;
 use crtc_verification::models::gate::{self, GateModel};
 use crtc_verification::models::tree::{Budget, Model, Reads};
-use crtc_verification::models::Suite;
+use crtc_verification::models::{Catch, Property, Suite};
 
 crtc_verification::loom_explorer!(Loom);
 
@@ -70,11 +70,14 @@ crtc_verification::loom_gate_tests! {
     retries: || (OPTIMISTIC_RESTARTS.get(), PESSIMISTIC_FALLBACKS.get()),
     mutants: Mutant::SEQLOCK,
     catchers: |mutant| match mutant {
-        Mutant::NoReaderAcquireFence => vec!["split", "demote"],
-        Mutant::NoWriterReleaseFence => vec!["split", "demote"],
-        Mutant::LenBeforePairs => vec!["pure_append", "demote_in_place"],
-        Mutant::DemotingAppendWithoutBump => vec!["demote", "demote_in_place", "L1"],
-        Mutant::SplitWithoutBump => vec!["split", "L2"],
-        _ => vec![],
+        Mutant::NoReaderAcquireFence => Catch::new(Property::AtomicRead, &["split", "demote"]),
+        Mutant::NoWriterReleaseFence => Catch::new(Property::AtomicRead, &["split", "demote"]),
+        Mutant::LenBeforePairs => Catch::new(Property::AtomicRead, &["pure_append", "demote_in_place"]),
+        Mutant::DemotingAppendWithoutBump => {
+            Catch::new(Property::AtomicRead, &["demote", "demote_in_place", "L1"])
+        }
+        Mutant::SplitWithoutBump => Catch::new(Property::AtomicRead, &["split", "L2"]),
+        Mutant::SeqlockAppendWithoutPlanBump => Catch::new(Property::SerialOutcome, &["L4b"]),
+        other => unreachable!("{other:?} is not a mutant of this gate"),
     },
 }

@@ -13,7 +13,7 @@
 
 use crtc_strategies::mutants::Mutant;
 use crtc_verification::models::sweep::Claim;
-use crtc_verification::models::Suite;
+use crtc_verification::models::{Catch, Control, Property, Suite};
 
 crtc_verification::loom_explorer!(Loom);
 
@@ -41,16 +41,16 @@ fn sweep_negative_controls_fail() {
     suite().expect_failures(
         CONTROL_TEST,
         &[
-            (
-                Mutant::RacySweepClaim,
-                "RacySweepClaim".to_string(),
-                vec![Claim::Correct.name()],
-            ),
-            (
-                Mutant::None,
-                "LeakedSweepClaim".to_string(),
-                vec![Claim::Leaky.name()],
-            ),
+            Control {
+                mutant: Mutant::RacySweepClaim,
+                label: "RacySweepClaim".to_string(),
+                catch: Catch::new(Property::OneSweep, &[Claim::Correct.name()]),
+            },
+            Control {
+                mutant: Mutant::None,
+                label: "LeakedSweepClaim".to_string(),
+                catch: Catch::new(Property::SweepNotLost, &[Claim::Leaky.name()]),
+            },
         ],
     );
 }

@@ -31,6 +31,7 @@
 use crtc_strategies::mutants::Mutant;
 use crtc_strategies::RwLockGate;
 use crtc_verification::models::scenarios::RetryStats;
+use crtc_verification::models::Property;
 
 crtc_verification::shuttle_explorer!(Shuttle);
 
@@ -50,5 +51,9 @@ crtc_verification::shuttle_gate_tests! {
     retries: || (0, 0),
     check_storm: no_retries,
     mutants: Mutant::RWLOCK,
-    controls: mutants,
+    catch: |mutant| match mutant {
+        Mutant::SkipInternalCheck | Mutant::NoInvalidation => Property::SerialOutcome,
+        Mutant::ClearBitBeforeCutoff => Property::ReadBounds,
+        _ => Property::Accepted,
+    },
 }

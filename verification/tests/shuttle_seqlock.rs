@@ -25,10 +25,10 @@
 //! per test thread, and the storms, which read the process-wide retry
 //! counters, each run alone in a child process (`models::alone`).
 //!
-//! `shuttle_mutants` runs the gate's mutants against the scenarios in child
-//! processes (`CRTC_SHUTTLE_MUTANT_ITERS`, default 300) and reports which
-//! scenario catches which, without failing on survivors: loom catches all
-//! of them, and the ordering mutants are invisible to shuttle by design.
+//! `shuttle_mutants` runs the gate's version-bump mutants against the
+//! scenarios in child processes (`CRTC_SHUTTLE_MUTANT_ITERS`, default 300);
+//! each must fail its named property. The ordering mutants are invisible to
+//! shuttle by design (every atomic is SeqCst) and are loom's.
 
 #![cfg(all(crtc_shuttle, feature = "seqlock"))]
 
@@ -36,6 +36,7 @@ use crtc_strategies::mutants::Mutant;
 use crtc_strategies::seqlock::{OPTIMISTIC_RESTARTS, PESSIMISTIC_FALLBACKS};
 use crtc_strategies::SeqlockGate;
 use crtc_verification::models::scenarios::RetryStats;
+use crtc_verification::models::Property;
 
 crtc_verification::shuttle_explorer!(Shuttle);
 
@@ -64,15 +65,17 @@ fn bounded_retries(stats: &RetryStats, lock_step: bool) {
     }
 }
 
-// Informational controls: loom catches every seqlock mutant
-// (`loom_seqlock.rs`); shuttle sees only those that show under sequential
-// consistency.
+// Negative controls: the version-bump mutants, which show under sequential
+// consistency. The fence and publication-order mutants
+// (`NoReaderAcquireFence`, `NoWriterReleaseFence`, `LenBeforePairs`) are
+// invisible to shuttle, which runs every atomic as SeqCst; loom catches
+// them (`loom_seqlock.rs`).
 crtc_verification::shuttle_gate_tests! {
     gate: SeqlockGate,
     name: "seqlock",
     explorer: Shuttle,
     retries: || (OPTIMISTIC_RESTARTS.get(), PESSIMISTIC_FALLBACKS.get()),
     check_storm: bounded_retries,
-    mutants: Mutant::SEQLOCK,
-    controls: survey_mutants,
+    mutants: [Mutant::DemotingAppendWithoutBump, Mutant::SplitWithoutBump],
+    catch: |_| Property::ReadBounds,
 }

@@ -32,6 +32,8 @@
 //! [`GraceReclaim`](super::grace::GraceReclaim) check their retirements.
 
 use super::{grace, summarize, Explorer, NamedModel};
+use crate::check;
+use crate::property::Property;
 use crtc_strategies::bits::SlotBits;
 use crtc_strategies::shape::{append_demoting, split_at};
 use crtc_strategies::sync::thread;
@@ -309,9 +311,9 @@ fn run<G: ShapeGate>(model: GateModel, before: &Captured, afters: &[Captured]) {
         let after = gate.read(|v| capture(v));
         drop(gate);
         let wins: Vec<usize> = (0..2).filter(|&i| results[i].is_ok()).collect();
-        assert_eq!(
-            wins.len(),
-            1,
+        check!(
+            Property::OneAppendWins,
+            wins.len() == 1,
             "two_appenders: exactly one append must win, results {results:?}"
         );
         let won = wins[0];
@@ -322,15 +324,17 @@ fn run<G: ShapeGate>(model: GateModel, before: &Captured, afters: &[Captured]) {
                     format!("miss {:?}", AppendMiss::NotTail),
                     format!("miss {:?}", AppendMiss::Uncovered),
                 ];
-                assert!(
+                check!(
+                    Property::OneAppendWins,
                     miss.is_some_and(|m| expected.iter().any(|e| e == m)),
                     "two_appenders: the loser must miss (not tail / uncovered), got {result:?}"
                 );
             }
         }
-        assert_eq!(
-            after, afters[won],
-            "two_appenders: the final state is not the winner's"
+        check!(
+            Property::SerialOutcome,
+            after == afters[won],
+            "two_appenders: the final state is not the winner's: {after:?}"
         );
         return;
     }
@@ -358,14 +362,22 @@ fn run<G: ShapeGate>(model: GateModel, before: &Captured, afters: &[Captured]) {
         "{}: the write failed",
         model.name()
     );
-    assert_eq!(after, afters[0], "{}: the final state", model.name());
+    check!(
+        Property::SerialOutcome,
+        after == afters[0],
+        "{}: the final state {after:?} is not {:?}",
+        model.name(),
+        afters[0]
+    );
     let zero = BlockPair::new(0, 0);
-    assert!(
+    check!(
+        Property::AtomicRead,
         !seen.pairs.contains(&zero),
         "{}: the reader saw a default pair below the length it read: {seen:?}",
         model.name()
     );
-    assert!(
+    check!(
+        Property::AtomicRead,
         seen == *before || seen == afters[0],
         "{}: torn read\n  seen:   {seen:?}\n  before: {before:?}\n  after:  {:?}",
         model.name(),

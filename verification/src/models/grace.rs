@@ -43,6 +43,8 @@
 //! call [`begin_execution`] first and [`end_execution`] after its threads
 //! joined and its gates dropped.
 
+use crate::property::Property;
+use crate::violated;
 use crtc_strategies::sync::atomic::{fence, AtomicPtr, Ordering};
 use crtc_strategies::sync::{spin_loop, thread};
 use crtc_strategies::Reclaim;
@@ -139,7 +141,8 @@ unsafe impl Reclaim for GraceReclaim {
         let loaded = ptr.load(Ordering::Acquire);
         let address = loaded as usize;
         if quarantine::holds(address) {
-            panic!(
+            violated!(
+                Property::NoFreeWhileHeld,
                 "grace reclaimer: a pinned reader loaded {address:#x}, which the \
                  reclaimer already freed (retired while still reachable?)"
             );
@@ -203,13 +206,17 @@ fn run_ready() {
                     .cloned()
             });
             if let Some((reader, address)) = held {
-                panic!(
+                violated!(
+                    Property::NoFreeWhileHeld,
                     "grace reclaimer: freed {address:#x} while the pinned thread \
                      {reader} still holds it (retired while still reachable?)"
                 );
             }
             if quarantine::take_double_free() {
-                panic!("grace reclaimer: a block was freed twice (retired twice?)");
+                violated!(
+                    Property::NoFreeWhileHeld,
+                    "grace reclaimer: a block was freed twice (retired twice?)"
+                );
             }
         }
     }

@@ -15,6 +15,8 @@
 //! - [`sweep`] (loom): the one-in-flight sweep scheduling of `SweepTrigger`;
 //! - [`scenarios`] (shuttle): whole-tree scenarios checked against the
 //!   reference model, and the decode storm with reader retry statistics.
+//! - [`controls`]: negative controls, each run in a child process and
+//!   caught only when the property the suite names for it fails.
 //!
 //! The library has no checker dependency: the test binary hands in its
 //! checker's entry point ([`Explorer`], built by [`loom_explorer!`] or
@@ -22,17 +24,12 @@
 //! Every tree or gate these helpers build must therefore be created and
 //! dropped inside a model run.
 //!
-//! Why negative controls run in a child process: when a model panics, the
-//! checker abandons the other modelled threads mid-flight (their stacks are
-//! never unwound), so the checker state (pin counter, deferred frees) may
-//! keep entries of a dead execution, and the mutant switch is process-wide.
-//! A child process confines both to one run.
-//!
 //! Why the suites may run in parallel (the default test harness): the
 //! checker reclaimer's state is per OS thread, and loom and shuttle run a
 //! model's threads on the test's OS thread; a test that reads process-wide
 //! statistics runs alone in a child process ([`alone`]).
 
+pub mod controls;
 #[cfg(crtc_loom)]
 pub mod gate;
 pub mod grace;
@@ -45,13 +42,15 @@ pub mod sweep;
 pub mod tree;
 
 use crate::chain::{chain_hash, chained, tail_hash};
+pub use crate::property::Property;
+pub use controls::{child_request, Catch, Control, MutantGuard};
 use crtc::tree::SweepPolicy;
 use crtc::types::{
     ExternalSequenceBlockHash, KvCacheEventData, LocalBlockHash, OverlapScores, RouterEvent,
     WorkerWithDpRank,
 };
 use crtc::{EventOutcome, Lane, Tree, TreeConfig};
-use crtc_strategies::mutants::Mutant;
+pub use crtc_strategies::mutants::Mutant;
 use crtc_strategies::ShapeGate;
 use rustc_hash::FxHashSet;
 use std::process::Command;
@@ -117,7 +116,7 @@ pub fn apply_ok<G: ShapeGate>(
 ) -> EventOutcome {
     match tree.apply_event(lane, event) {
         Ok(outcome) => outcome,
-        Err(e) => panic!("event {event:?} was rejected: {e}"),
+        Err(e) => crate::violated!(Property::Accepted, "event {event:?} was rejected: {e}"),
     }
 }
 
@@ -245,119 +244,6 @@ impl Scenario {
             }
         }
         outcomes
-    }
-}
-
-/// Selects a mutant for its lifetime; dropping it (also while unwinding)
-/// selects [`Mutant::None`] again.
-#[derive(Debug)]
-pub struct MutantGuard(());
-
-impl MutantGuard {
-    /// Selects `mutant`.
-    pub fn select(mutant: Mutant) -> Self {
-        mutant.select();
-        Self(())
-    }
-}
-
-impl Drop for MutantGuard {
-    fn drop(&mut self) {
-        Mutant::None.select();
-    }
-}
-
-/// The mutant with numeric id `id` (`Mutant as u8`).
-pub fn mutant_by_id(id: u8) -> Option<Mutant> {
-    Mutant::by_id(id)
-}
-
-/// Environment variable through which a parent test hands a child process
-/// its negative control: `"<mutant id> <model name>"`.
-pub const CHILD_ENV: &str = "CRTC_MUTANT_CHILD";
-
-/// The line a child prints with its verdict.
-const VERDICT: &str = "crtc-mutant-verdict:";
-
-/// What a negative-control child reported.
-#[derive(Clone, Debug)]
-pub struct ChildVerdict {
-    /// The model failed under the mutant.
-    pub caught: bool,
-    /// The child's own summary (executions or schedules, time).
-    pub detail: String,
-    /// The first panic message the child printed, if any.
-    pub panic: Option<String>,
-}
-
-/// The negative control this process was started for, if it is a child:
-/// `(mutant, model name)`.
-pub fn child_request() -> Option<(Mutant, String)> {
-    let spec = std::env::var(CHILD_ENV).ok()?;
-    let (id, model) = spec.split_once(' ')?;
-    let mutant = mutant_by_id(id.parse().ok()?)?;
-    Some((mutant, model.to_string()))
-}
-
-/// In a child: selects `mutant`, runs `model` (which panics when its checks
-/// fail), and prints the verdict for the parent. The model's panic is caught
-/// here; the process ends right after, so the checker state it leaves
-/// behind is never reused.
-pub fn child_run(mutant: Mutant, model: &str, run: impl FnOnce() -> String) {
-    let guard = MutantGuard::select(mutant);
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run));
-    drop(guard);
-    match result {
-        Ok(detail) => println!("{VERDICT} survived {model}: {detail}"),
-        Err(_) => println!("{VERDICT} caught {model}"),
-    }
-}
-
-/// In the parent: re-runs this test binary's test `test` (exact name, one
-/// thread) with `mutant` and `model` selected, and returns its verdict.
-pub fn spawn_child(test: &str, mutant: Mutant, model: &str) -> ChildVerdict {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let output = Command::new(exe)
-        .args([test, "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, format!("{} {model}", mutant as u8))
-        .output()
-        .expect("start the child test process");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let panic = stderr
-        .lines()
-        .chain(stdout.lines())
-        .skip_while(|l| !l.contains("panicked at"))
-        .nth(1)
-        .map(|l| l.trim().chars().take(200).collect());
-    let verdict = stdout
-        .lines()
-        .find_map(|l| l.split_once(VERDICT).map(|(_, v)| v))
-        .map(str::trim);
-    match verdict {
-        Some(v) if v.starts_with("caught") => ChildVerdict {
-            caught: true,
-            detail: v.to_string(),
-            panic,
-        },
-        Some(v) => ChildVerdict {
-            caught: false,
-            detail: v.to_string(),
-            panic,
-        },
-        // A child killed by a signal (an abort from a corrupted heap, say)
-        // did fail, but not cleanly: reported as such. The catchers the
-        // suites name fail cleanly; this is for the all-pairs matrix.
-        None if output.status.code().is_none() => ChildVerdict {
-            caught: true,
-            detail: format!("crashed ({})", output.status),
-            panic: panic.or_else(|| Some(format!("child crashed: {}", output.status))),
-        },
-        None => panic!(
-            "the child for mutant {mutant:?} / {model} printed no verdict (status {}):\n\
-             --- stdout\n{stdout}\n--- stderr\n{stderr}",
-            output.status
-        ),
     }
 }
 
@@ -586,117 +472,6 @@ impl Suite {
             self.checker, self.gate, model.name, model.what
         );
     }
-
-    /// The body of a negative-control test named `test`. In a child (see
-    /// [`child_request`]) it runs the requested model under the requested
-    /// mutant. In the parent it runs, for every `(mutant, catchers)` entry,
-    /// the catchers in child processes until one fails (all of them if
-    /// `CRTC_MUTANT_MATRIX=1`), prints one line per run and a summary line
-    /// `"<checker> mutants <gate>: <k> of <n> caught"`, and fails if a
-    /// mutant survived all its catchers. Each entry is `(mutant, label,
-    /// catchers)`; the label names it in reports.
-    pub fn expect_failures(&self, test: &str, entries: &[(Mutant, String, Vec<&'static str>)]) {
-        let survivors = self.run_controls(test, entries, "caught");
-        assert!(
-            survivors.is_empty(),
-            "{} mutants no {} model caught: {survivors:?}",
-            self.gate,
-            self.checker
-        );
-    }
-
-    /// Like [`Suite::mutants`], but a survivor does not fail the test: for
-    /// mutants this checker cannot see by design (shuttle runs every atomic
-    /// as SeqCst, so a missing fence is invisible to it). The summary line
-    /// says `"<k> of <n> caught (informational)"`.
-    pub fn survey_mutants(
-        &self,
-        test: &str,
-        mutants: &[Mutant],
-        catchers: impl Fn(Mutant) -> Vec<&'static str>,
-    ) {
-        self.run_controls(test, &labelled(mutants, catchers), "caught (informational)");
-    }
-
-    /// Runs the negative controls (or, in a child, the requested one) and
-    /// returns the labels of the survivors.
-    fn run_controls(
-        &self,
-        test: &str,
-        entries: &[(Mutant, String, Vec<&'static str>)],
-        verdict: &str,
-    ) -> Vec<String> {
-        if let Some((mutant, model)) = child_request() {
-            let model = self.model(&model);
-            child_run(mutant, model.name, || (model.run)());
-            return Vec::new();
-        }
-        let matrix = std::env::var("CRTC_MUTANT_MATRIX").is_ok_and(|v| v == "1");
-        let mut survivors = Vec::new();
-        for (mutant, label, catchers) in entries {
-            let catchers: Vec<&str> = if matrix {
-                self.models.iter().map(|m| m.name).collect()
-            } else {
-                catchers.clone()
-            };
-            let mut caught = false;
-            for model in catchers {
-                let start = Instant::now();
-                let verdict = spawn_child(test, *mutant, model);
-                let secs = start.elapsed().as_secs_f64();
-                if verdict.caught {
-                    let why = verdict.panic.unwrap_or_default();
-                    println!(
-                        "mutant {label} [{}]: caught by {model} in {secs:.1} s ({why})",
-                        self.gate
-                    );
-                    caught = true;
-                    if !matrix {
-                        break;
-                    }
-                } else {
-                    println!(
-                        "mutant {label} [{}]: survived {model} in {secs:.1} s ({})",
-                        self.gate, verdict.detail
-                    );
-                }
-            }
-            if !caught {
-                survivors.push(label.clone());
-            }
-        }
-        println!(
-            "{} mutants {}: {} of {} {verdict}",
-            self.checker,
-            self.gate,
-            entries.len() - survivors.len(),
-            entries.len()
-        );
-        survivors
-    }
-
-    /// [`Suite::expect_failures`] for `mutants`, each labelled with its
-    /// name, caught by `catchers(mutant)`.
-    pub fn mutants(
-        &self,
-        test: &str,
-        mutants: &[Mutant],
-        catchers: impl Fn(Mutant) -> Vec<&'static str>,
-    ) {
-        self.expect_failures(test, &labelled(mutants, catchers));
-    }
-}
-
-/// Negative-control entries for `mutants`: each labelled with its name and
-/// paired with the models `catchers` names for it.
-fn labelled(
-    mutants: &[Mutant],
-    catchers: impl Fn(Mutant) -> Vec<&'static str>,
-) -> Vec<(Mutant, String, Vec<&'static str>)> {
-    mutants
-        .iter()
-        .map(|&m| (m, format!("{m:?}"), catchers(m)))
-        .collect()
 }
 
 /// Schedules of a shuttle exploration: random and PCT schedulers, each

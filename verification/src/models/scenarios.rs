@@ -40,6 +40,8 @@ use super::{
     model_config, observe, query, rank, run_once, sequence, store, Explorer, NamedModel,
     Observation, QueryScores, ReadBounds, Scenario, Suite,
 };
+use crate::check;
+use crate::property::Property;
 use crate::reference::Reference;
 use crtc::types::RouterEvent;
 use crtc_strategies::sync::{thread, Arc};
@@ -369,28 +371,33 @@ fn schedule<G: ShapeGate>(checks: &Checks) {
     let rejected: Vec<String> = results.iter().flat_map(|(r, _)| r.clone()).collect();
     drop(results);
     drop(tree);
-    assert!(
+    check!(
+        Property::Accepted,
         rejected.is_empty(),
         "{}: rejected events (C4): {rejected:?}",
         scenario.name
     );
-    assert!(
+    check!(
+        Property::ReadBounds,
         violations.is_empty(),
         "{}: reads during the run broke their bounds: {violations:?}",
         scenario.name
     );
     for ((q, got), (_, want)) in observed.scores.iter().zip(&checks.expected) {
-        assert_eq!(
-            got, want,
-            "{}: after the join, scores of {q:?} differ from the reference (C2)",
+        check!(
+            Property::SerialOutcome,
+            got == want,
+            "{}: after the join, scores of {q:?} differ from the reference (C2): {got:?} != {want:?}",
             scenario.name
         );
     }
     if let Some(serial) = &checks.serial {
-        assert_eq!(
-            &observed, serial,
-            "{}: the final state (fast path {}) differs from the serial fast-path-off outcome",
-            scenario.name, checks.fast_path
+        check!(
+            Property::SerialOutcome,
+            &observed == serial,
+            "{}: the final state (fast path {}) differs from the serial fast-path-off outcome\n  observed: {observed:?}\n  serial: {serial:?}",
+            scenario.name,
+            checks.fast_path
         );
     }
 }
@@ -689,22 +696,26 @@ fn storm_schedule<G: ShapeGate>(
     drop(lane);
     drop(lanes);
     drop(tree);
-    assert!(
+    check!(
+        Property::Accepted,
         rejected.is_empty(),
         "decode storm: rejected events {rejected:?}"
     );
     let mut done = 0;
     for (violations, windows) in &results {
-        assert!(
+        check!(
+            Property::ReadBounds,
             violations.is_empty(),
             "decode storm: reads broke their bounds: {violations:?}"
         );
         done += windows.len();
     }
     assert_eq!(done, 2 * reads, "decode storm: a read did not complete");
-    assert_eq!(
-        observed.scores, expected,
-        "decode storm: final scores differ from the reference (C2)"
+    check!(
+        Property::SerialOutcome,
+        observed.scores == expected,
+        "decode storm: final scores differ from the reference (C2): {:?} != {expected:?}",
+        observed.scores
     );
     STORM_STATS.with(|s| {
         let mut s = s.borrow_mut();

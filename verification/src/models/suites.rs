@@ -93,9 +93,10 @@ macro_rules! loom_gate_tests {
 /// (type) and `name` (in reports); `explorer` the binary's shuttle explorer
 /// type; `retries` returns the gate's process-wide (restarts, fallbacks);
 /// `check_storm(&stats, lock_step)` asserts the storm's retry bounds;
-/// `mutants` the gate's mutants and `controls` either `mutants` (each must
-/// be caught) or `survey_mutants` (informational: ordering mutants are
-/// invisible under shuttle's sequential consistency).
+/// `mutants` the gate's mutants that shuttle can see (it runs every atomic
+/// as SeqCst, so ordering mutants are loom's alone) and `catch` the property
+/// that must fail for each; every scenario is tried, and a survivor fails
+/// the test.
 #[macro_export]
 macro_rules! shuttle_gate_tests {
     (
@@ -105,7 +106,7 @@ macro_rules! shuttle_gate_tests {
         retries: $retries:expr,
         check_storm: $check:expr,
         mutants: $mutants:expr,
-        controls: $controls:ident $(,)?
+        catch: $catch:expr $(,)?
     ) => {
         /// The gate's name in reports.
         const GATE: &str = $name;
@@ -209,8 +210,9 @@ macro_rules! shuttle_gate_tests {
                 Box::new($Shuttle($crate::models::ShuttlePlan::with_iters(iters)))
                     as Box<dyn $crate::models::Explorer>
             });
-            suite.$controls(MUTANT_TEST, &$mutants, |_| {
-                $crate::models::scenarios::CASES.to_vec()
+            let catch: fn($crate::models::Mutant) -> $crate::models::Property = $catch;
+            suite.mutants(MUTANT_TEST, &$mutants, |mutant| {
+                $crate::models::Catch::new(catch(mutant), &$crate::models::scenarios::CASES)
             });
         }
     };

@@ -26,6 +26,8 @@
 //!   flag stays set while a sweep is due.
 
 use super::{summarize, Explorer, NamedModel};
+use crate::check;
+use crate::property::Property;
 use crtc::tree::{SweepPolicy, SweepTrigger};
 use crtc_strategies::sync::atomic::{AtomicUsize, Ordering};
 use crtc_strategies::sync::{thread, Arc};
@@ -103,7 +105,7 @@ fn sweep(shared: &Shared) {
     // Relaxed (both counters): the model's own bookkeeping; the flag's
     // Acquire/Release orders the sweeps themselves.
     let inside = shared.running.fetch_add(1, Ordering::Relaxed) + 1;
-    assert_eq!(inside, 1, "two sweeps in flight");
+    check!(Property::OneSweep, inside == 1, "two sweeps in flight");
     let (linked, _) = shared.trigger.estimates();
     thread::yield_now();
     shared.running.fetch_sub(1, Ordering::Relaxed);
@@ -152,15 +154,21 @@ fn run(claim: Claim) {
         .collect();
     attempts.push(mine);
     let trigger = &shared.trigger;
-    assert!(
+    check!(
+        Property::SweepNotLost,
         !trigger.in_flight(),
         "the in-flight flag is left set after every scheduler returned ({attempts:?})"
     );
     // Relaxed: every thread joined.
     let swept = shared.swept.load(Ordering::Relaxed);
-    assert!(swept >= 1, "a due sweep was lost ({attempts:?})");
+    check!(
+        Property::SweepNotLost,
+        swept >= 1,
+        "a due sweep was lost ({attempts:?})"
+    );
     if trigger.volume_ready() && trigger.gap_elapsed(NOW) {
-        assert!(
+        check!(
+            Property::SweepNotLost,
             trigger.try_claim(|| NOW).is_some(),
             "a sweep is due but cannot be claimed ({attempts:?})"
         );

@@ -37,6 +37,8 @@ use super::{
     is_fast, model_config, observe, query, rank, remove, run_once, store, summarize_capped,
     Explorer, NamedModel, Observation, Scenario,
 };
+use crate::property::Property;
+use crate::{check, violated};
 use crtc::types::{RouterEvent, WorkerWithDpRank};
 use crtc_strategies::sync::{thread, Arc};
 use crtc_strategies::ShapeGate;
@@ -388,7 +390,8 @@ fn run<G: ShapeGate>(model: Model, scenario: &Scenario, preliminary: &Preliminar
     // failing check leaves no deferred frees behind.
     drop(results);
     drop(tree);
-    assert!(
+    check!(
+        Property::Accepted,
         rejected.is_empty(),
         "{}: rejected events {rejected:?}",
         model.name()
@@ -396,7 +399,8 @@ fn run<G: ShapeGate>(model: Model, scenario: &Scenario, preliminary: &Preliminar
     let bounds = scenario.read_bounds();
     for (q, scores) in &concurrent {
         if let Err(e) = bounds.check(&query(q), scores) {
-            panic!(
+            violated!(
+                Property::ReadBounds,
                 "{}: a read during the writes broke its bounds: {e}",
                 model.name()
             );
@@ -404,21 +408,24 @@ fn run<G: ShapeGate>(model: Model, scenario: &Scenario, preliminary: &Preliminar
     }
     if let Some(read) = read {
         let after = &preliminary.serial[0].scores[0].1;
-        assert!(
+        check!(
+            Property::AtomicRead,
             read == preliminary.before || &read == after,
             "{}: the reader saw {read:?}, neither the before scores {:?} nor the after scores {after:?}",
             model.name(),
             preliminary.before
         );
     }
-    assert!(
+    check!(
+        Property::SerialOutcome,
         preliminary.serial.contains(&observed),
         "{} ({}): the final state is no serial outcome\n  observed: {observed:#?}\n  serial outcomes: {:#?}",
         model.name(),
         scenario.name,
         preliminary.serial
     );
-    assert!(
+    check!(
+        Property::FastHits,
         model.fast_hits().contains(&hits),
         "{}: {hits} fast-path hits, expected {:?}",
         model.name(),

@@ -1,0 +1,280 @@
+//! Negative controls: each mutant of `crtc_strategies::mutants` (or a
+//! deliberately broken model) is run in a child process of the test binary
+//! against the models named to catch it, and counts as caught only when the
+//! child fails with the [`Property`] the suite names for it: the property's
+//! id is read from the child's panic message. A child that passes, fails
+//! another check, or dies by a signal has not caught the mutant, and a
+//! mutant no model caught fails the test.
+//!
+//! Protocol between parent and child: the parent re-runs its own test
+//! binary's test (exact name, one thread) with [`CHILD_ENV`] set to
+//! `"<mutant id> <model>"`; the child selects the mutant, runs the model,
+//! catches its panic and prints one line `crtc-mutant-verdict: caught
+//! <model> <property id or "untagged">` or `... survived <model>: <detail>`.
+//! A child process confines what a failed model leaves behind (abandoned
+//! threads, checker bookkeeping, the process-wide mutant switch) to one run.
+
+use super::Suite;
+use crate::property::Property;
+use crtc_strategies::mutants::Mutant;
+use std::process::Command;
+use std::time::Instant;
+
+/// Selects a mutant for its lifetime; dropping it (also while unwinding)
+/// selects [`Mutant::None`] again.
+#[derive(Debug)]
+pub struct MutantGuard(());
+
+impl MutantGuard {
+    /// Selects `mutant`.
+    pub fn select(mutant: Mutant) -> Self {
+        mutant.select();
+        Self(())
+    }
+}
+
+impl Drop for MutantGuard {
+    fn drop(&mut self) {
+        Mutant::None.select();
+    }
+}
+
+/// Environment variable through which a parent test hands a child process
+/// its negative control: `"<mutant id> <model name>"`.
+pub const CHILD_ENV: &str = "CRTC_MUTANT_CHILD";
+
+/// The line a child prints with its verdict.
+const VERDICT: &str = "crtc-mutant-verdict:";
+
+/// What must catch a negative control: the property whose check must fail,
+/// and the models that may show it (tried in order).
+#[derive(Clone, Debug)]
+pub struct Catch {
+    /// The property.
+    pub property: Property,
+    /// The models.
+    pub models: Vec<&'static str>,
+}
+
+impl Catch {
+    /// `property`, shown by one of `models`.
+    pub fn new(property: Property, models: &[&'static str]) -> Self {
+        Self {
+            property,
+            models: models.to_vec(),
+        }
+    }
+}
+
+/// One negative control: a mutant (or [`Mutant::None`] with a model that is
+/// broken by construction), its label in reports, and what must catch it.
+#[derive(Clone, Debug)]
+pub struct Control {
+    /// The mutant the child selects.
+    pub mutant: Mutant,
+    /// The name in reports.
+    pub label: String,
+    /// What must catch it.
+    pub catch: Catch,
+}
+
+/// How a negative-control child ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ChildOutcome {
+    /// The model passed.
+    Survived,
+    /// The model failed a check tagged with this property (`None`: a panic
+    /// without a property tag, such as an index out of bounds).
+    Failed(Option<Property>),
+    /// The child died without a verdict (a signal, an abort).
+    Crashed,
+}
+
+/// What a negative-control child reported.
+#[derive(Clone, Debug)]
+pub struct ChildVerdict {
+    /// How it ended.
+    pub outcome: ChildOutcome,
+    /// The child's own summary, or its exit status when it crashed.
+    pub detail: String,
+    /// The first panic message the child printed, if any.
+    pub panic: Option<String>,
+}
+
+/// The negative control this process was started for, if it is a child:
+/// `(mutant, model name)`.
+pub fn child_request() -> Option<(Mutant, String)> {
+    let spec = std::env::var(CHILD_ENV).ok()?;
+    let (id, model) = spec.split_once(' ')?;
+    let mutant = Mutant::by_id(id.parse().ok()?)?;
+    Some((mutant, model.to_string()))
+}
+
+/// In a child: selects `mutant`, runs `model` (which panics when a check
+/// fails), and prints the verdict with the failed property for the parent.
+/// The process ends right after, so the checker state a failed model leaves
+/// behind is never reused.
+pub fn child_run(mutant: Mutant, model: &str, run: impl FnOnce() -> String) {
+    let guard = MutantGuard::select(mutant);
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run));
+    drop(guard);
+    match result {
+        Ok(detail) => println!("{VERDICT} survived {model}: {detail}"),
+        Err(payload) => {
+            let message = payload
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| payload.downcast_ref::<&str>().copied())
+                .unwrap_or("");
+            let property = Property::in_message(message).map_or("untagged", Property::id);
+            println!("{VERDICT} caught {model} {property}");
+        }
+    }
+}
+
+/// In the parent: re-runs this test binary's test `test` (exact name, one
+/// thread) with `mutant` and `model` selected, and returns its verdict.
+pub fn spawn_child(test: &str, mutant: Mutant, model: &str) -> ChildVerdict {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let output = Command::new(exe)
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, format!("{} {model}", mutant as u8))
+        .output()
+        .expect("start the child test process");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let panic = stderr
+        .lines()
+        .chain(stdout.lines())
+        .skip_while(|l| !l.contains("panicked at"))
+        .nth(1)
+        .map(|l| l.trim().chars().take(200).collect());
+    let verdict = stdout
+        .lines()
+        .find_map(|l| l.split_once(VERDICT).map(|(_, v)| v.trim().to_string()));
+    let Some(verdict) = verdict else {
+        assert!(
+            output.status.code().is_none(),
+            "the child for mutant {mutant:?} / {model} printed no verdict (status {}):\n\
+             --- stdout\n{stdout}\n--- stderr\n{stderr}",
+            output.status
+        );
+        return ChildVerdict {
+            outcome: ChildOutcome::Crashed,
+            detail: format!("crashed ({})", output.status),
+            panic,
+        };
+    };
+    let outcome = match verdict.strip_prefix("caught ") {
+        Some(rest) => {
+            let id = rest.rsplit(' ').next().unwrap_or("");
+            // A checker may re-raise a model's panic with its own payload:
+            // then the tag is read from the panic message the child printed.
+            let property = Property::ALL.into_iter().find(|p| p.id() == id);
+            ChildOutcome::Failed(property.or_else(|| Property::in_message(&stderr)))
+        }
+        None => ChildOutcome::Survived,
+    };
+    ChildVerdict {
+        outcome,
+        detail: verdict,
+        panic,
+    }
+}
+
+impl Suite {
+    /// The body of a negative-control test named `test`. In a child (see
+    /// [`child_request`]) it runs the requested model under the requested
+    /// mutant. In the parent it runs, for every control, its catching
+    /// models in child processes until one fails with the control's
+    /// property (every model of the suite if `CRTC_MUTANT_MATRIX=1`),
+    /// prints one line per run and a summary line `"<checker> mutants
+    /// <gate>: <k> of <n> caught"`, and fails if a control was not caught.
+    pub fn expect_failures(&self, test: &str, controls: &[Control]) {
+        if let Some((mutant, model)) = child_request() {
+            let model = self.model(&model);
+            child_run(mutant, model.name, || (model.run)());
+            return;
+        }
+        let survivors: Vec<&str> = controls
+            .iter()
+            .filter(|control| !self.run_control(test, control))
+            .map(|control| control.label.as_str())
+            .collect();
+        println!(
+            "{} mutants {}: {} of {} caught",
+            self.checker,
+            self.gate,
+            controls.len() - survivors.len(),
+            controls.len()
+        );
+        assert!(
+            survivors.is_empty(),
+            "{} mutants no {} model caught by their property: {survivors:?}",
+            self.gate,
+            self.checker
+        );
+    }
+
+    /// [`Suite::expect_failures`] for `mutants`, each labelled with its name
+    /// and caught as `catch(mutant)` says.
+    pub fn mutants(&self, test: &str, mutants: &[Mutant], catch: impl Fn(Mutant) -> Catch) {
+        let controls: Vec<Control> = mutants
+            .iter()
+            .map(|&mutant| Control {
+                mutant,
+                label: format!("{mutant:?}"),
+                catch: catch(mutant),
+            })
+            .collect();
+        self.expect_failures(test, &controls);
+    }
+
+    /// Runs one control's catching models (or, in matrix mode, every model)
+    /// and prints one line per run; returns whether one caught it.
+    fn run_control(&self, test: &str, control: &Control) -> bool {
+        let matrix = std::env::var("CRTC_MUTANT_MATRIX").is_ok_and(|v| v == "1");
+        let models: Vec<&str> = if matrix {
+            self.models.iter().map(|m| m.name).collect()
+        } else {
+            control.catch.models.clone()
+        };
+        let expected = control.catch.property;
+        let mut caught = false;
+        for model in models {
+            let start = Instant::now();
+            let verdict = spawn_child(test, control.mutant, model);
+            let secs = start.elapsed().as_secs_f64();
+            let label = &control.label;
+            let gate = self.gate;
+            let why = verdict.panic.unwrap_or_default();
+            match verdict.outcome {
+                ChildOutcome::Failed(Some(p)) if p == expected => {
+                    println!(
+                        "mutant {label} [{gate}]: caught by {model} on {} in {secs:.1} s ({why})",
+                        expected.id()
+                    );
+                    caught = true;
+                    if !matrix {
+                        break;
+                    }
+                }
+                ChildOutcome::Failed(other) => println!(
+                    "mutant {label} [{gate}]: {model} failed, but not on {expected} \
+                     (failed on {}) in {secs:.1} s ({why})",
+                    other.map_or("an untagged panic", Property::id)
+                ),
+                ChildOutcome::Crashed => println!(
+                    "mutant {label} [{gate}]: {model} crashed, not a verdict on {expected} \
+                     in {secs:.1} s ({})",
+                    verdict.detail
+                ),
+                ChildOutcome::Survived => println!(
+                    "mutant {label} [{gate}]: survived {model} in {secs:.1} s ({})",
+                    verdict.detail
+                ),
+            }
+        }
+        caught
+    }
+}
