@@ -122,6 +122,17 @@ struct CompareArgs {
     /// Most differences --check-upstream lists.
     #[arg(long, value_name = "N", default_value_t = compare::DEFAULT_CHECK_LIMIT)]
     check_limit: usize,
+    /// Measure every row N times (1 to 50), interleaved round-robin; the
+    /// tables and JSON report medians, with each figure's range over the
+    /// repeats (JSON `spread`, `repeats`) and the worst repeat's correctness
+    /// counts.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    repeat: usize,
+    /// Only these strategies' rows, comma-separated: gate names (rwlock,
+    /// seqlock, epoch-crossbeam, epoch-seize, as compiled), global-lock,
+    /// upstream-1.6.1 (feature upstream).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    strategies: Option<Vec<String>>,
     /// Write the evaluation files into DIR (e.g. papers/results): markdown
     /// tables, JSON and charts for the agentx and chat presets and the
     /// Mooncake trace (--trace, default ../shared/traces/mooncake_synthetic.jsonl;
@@ -183,6 +194,8 @@ fn compare_options(args: &CompareArgs) -> Result<CompareOptions, CompareError> {
         progress: std::io::stdout().is_terminal(),
         check_upstream: args.check_upstream,
         check_limit: args.check_limit,
+        repeat: args.repeat,
+        strategies: args.strategies.clone(),
         ..args.source.options()
     })
 }

@@ -253,6 +253,29 @@ fn paper_mode_writes_every_file_and_notes_a_missing_trace() {
 
 #[cfg(not(feature = "upstream"))]
 #[test]
+fn repeats_report_medians_with_ranges_for_the_chosen_strategies() {
+    let options = CompareOptions {
+        repeat: 3,
+        strategies: Some(vec!["rwlock".to_owned(), "global-lock".to_owned()]),
+        ..tiny("agentx", Mode::Capacity)
+    };
+    let report = compare::run(&options).expect("a run");
+    assert!(report.failures.is_empty(), "{:?}", report.failures);
+    let labels: Vec<String> = report.rows.iter().map(|r| r.label()).collect();
+    assert_eq!(labels, ["rwlock fast", "rwlock general", "global-lock"]);
+    let json: serde_json::Value = serde_json::from_str(&report.to_json()).expect("valid JSON");
+    for row in json["rows"].as_array().expect("rows") {
+        assert_eq!(row["repeats"], serde_json::json!(3));
+        let [min, max] =
+            [0, 1].map(|i| row["spread"]["events_per_s"][i].as_f64().expect("a range"));
+        let median = row["events_per_s"].as_f64().expect("a median");
+        assert!(min <= median && median <= max, "{min} <= {median} <= {max}");
+    }
+    assert!(report.header().contains("medians of 3 repeats"));
+    assert!(report.render().contains("range over repeats"));
+}
+
+#[test]
 fn check_upstream_needs_the_feature() {
     let options = CompareOptions {
         check_upstream: true,

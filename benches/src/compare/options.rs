@@ -24,6 +24,8 @@ pub const MAX_WORKERS: usize = crtc_strategies::MAX_SLOTS;
 pub const DEFAULT_SEED: u64 = 1;
 /// Most differences `--check-upstream` lists by default.
 pub const DEFAULT_CHECK_LIMIT: usize = 200;
+/// Most repeats `--repeat` takes.
+pub const MAX_REPEAT: usize = 50;
 
 /// Cargo features this binary was built with, in a fixed order.
 pub fn features() -> Vec<String> {
@@ -116,6 +118,12 @@ pub struct CompareOptions {
     /// Run even when lanes plus readers exceed the machine's cores (the
     /// report then says so).
     pub oversubscribe: bool,
+    /// Runs per configuration, interleaved round-robin; each row reports
+    /// medians with their range (`output::repeat`).
+    pub repeat: usize,
+    /// Only the configurations of these strategies (gate names,
+    /// "global-lock", the upstream row's name); `None`: all.
+    pub strategies: Option<Vec<String>>,
 }
 
 /// Default lane and reader threads for a machine with `cores` cores: one
@@ -158,6 +166,8 @@ impl Default for CompareOptions {
             check_limit: DEFAULT_CHECK_LIMIT,
             unchained: false,
             oversubscribe: false,
+            repeat: 1,
+            strategies: None,
         }
     }
 }
@@ -282,6 +292,22 @@ pub fn validate(options: &CompareOptions) -> Result<(), CompareError> {
     }
     if options.check_upstream && !cfg!(feature = "upstream") {
         return bad(UPSTREAM_MISSING);
+    }
+    if !(1..=MAX_REPEAT).contains(&options.repeat) {
+        return bad("--repeat must be between 1 and 50");
+    }
+    if let Some(names) = &options.strategies {
+        let known = crate::compare::registry::strategy_names();
+        let unknown: Vec<&String> = names
+            .iter()
+            .filter(|n| !known.contains(&n.as_str()))
+            .collect();
+        if names.is_empty() || !unknown.is_empty() {
+            return Err(CompareError(format!(
+                "--strategies: unknown or missing strategy names {unknown:?}; this build has {}",
+                known.join(", ")
+            )));
+        }
     }
     if let (Some((busy, cores)), false) = (
         oversubscription(options, online_cores()),

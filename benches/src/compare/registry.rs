@@ -149,6 +149,25 @@ pub fn configurations() -> Vec<Configuration> {
     all
 }
 
+/// The strategy names of [`configurations`], in order, each once.
+pub fn strategy_names() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = Vec::new();
+    for config in configurations() {
+        if !names.contains(&config.strategy) {
+            names.push(config.strategy);
+        }
+    }
+    names
+}
+
+/// The configurations `--strategies` selects (all of them without it).
+pub fn selected_configurations(strategies: Option<&[String]>) -> Vec<Configuration> {
+    configurations()
+        .into_iter()
+        .filter(|c| strategies.is_none_or(|names| names.iter().any(|n| n == c.strategy)))
+        .collect()
+}
+
 /// Every compiled gate with the fast path on and off, applied serially (the
 /// "ours" side of the cross-check).
 pub fn serial_trees() -> Vec<Box<dyn SerialIndex>> {

@@ -11,16 +11,19 @@ use crate::compare::checks::run_check;
 use crate::compare::measurement::plan::Plan;
 use crate::compare::measurement::{capacity, heap, keepup, measure};
 use crate::compare::options::oversubscription;
+use crate::compare::output::repeat;
 use crate::compare::output::report::{Report, Row, Settings, WorkloadInfo};
+use crate::compare::registry::selected_configurations;
 use crate::compare::subjects::backend::BackendStats;
 use crate::compare::{
-    configurations, features, load_workload, validate, CompareError, CompareOptions, Configuration,
-    RetryCounters, Source, MAX_WORKERS,
+    features, load_workload, validate, CompareError, CompareOptions, Configuration, RetryCounters,
+    Source, MAX_WORKERS,
 };
 use crtc::tree::Refusal;
 use crtc_strategies::sync::Arc;
 use crtc_verification::workload::Workload;
 use indicatif::{ProgressBar, ProgressStyle};
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 fn progress_bar(enabled: bool, message: String) -> ProgressBar {
@@ -90,6 +93,8 @@ fn base_row(
         elapsed_s: 0.0,
         cpu_clock: stats.cpu_clock,
         read_samples: 0,
+        repeats: 1,
+        spread: BTreeMap::new(),
     }
 }
 
@@ -319,21 +324,40 @@ pub fn run(options: &CompareOptions) -> Result<Report, CompareError> {
             check.ours_inexact
         ));
     }
-    for config in configurations() {
-        if options.mode.capacity() {
-            let (row, verdicts) = capacity_row(&cx, &config)?;
-            failures.extend(unmodelled_refusals(&row));
-            if verdicts.failed(info.strict) {
-                failures.push(failure(&row, &verdicts, info.strict));
+    let configs = selected_configurations(options.strategies.as_deref());
+    // One list of measured rows per (configuration, mode), filled one
+    // repeat at a time so each repeat's rows share machine state.
+    let mut measured: Vec<Vec<Row>> = Vec::new();
+    for repeat in 0..options.repeat {
+        let tag = |failure: String| match options.repeat {
+            1 => failure,
+            _ => format!("repeat {}: {failure}", repeat + 1),
+        };
+        let mut slot = 0;
+        for config in &configs {
+            let mut record = |row: Row| {
+                if measured.len() == slot {
+                    measured.push(Vec::new());
+                }
+                measured[slot].push(row);
+                slot += 1;
+            };
+            if options.mode.capacity() {
+                let (row, verdicts) = capacity_row(&cx, config)?;
+                failures.extend(unmodelled_refusals(&row).map(tag));
+                if verdicts.failed(info.strict) {
+                    failures.push(tag(failure(&row, &verdicts, info.strict)));
+                }
+                record(row);
             }
-            rows.push(row);
-        }
-        if options.mode.keepup() {
-            let row = keepup_row(&cx, &config)?;
-            failures.extend(unmodelled_refusals(&row));
-            rows.push(row);
+            if options.mode.keepup() {
+                let row = keepup_row(&cx, config)?;
+                failures.extend(unmodelled_refusals(&row).map(tag));
+                record(row);
+            }
         }
     }
+    rows.extend(measured.iter().filter_map(|runs| repeat::summarise(runs)));
     Ok(Report {
         machine,
         git_revision: measure::git_revision(),

@@ -113,6 +113,22 @@ pub(crate) fn flag_cases(dir: &std::path::Path) -> Vec<FlagCase> {
             "--check-limit applies only to --check-upstream",
         ),
         case(
+            &["compare", "--repeat", "0"],
+            2,
+            "--repeat must be between 1 and 50",
+        ),
+        case(
+            &["compare", "--repeat", "51"],
+            2,
+            "--repeat must be between 1 and 50",
+        ),
+        case(&["compare", "--repeat", "two"], 2, "invalid value 'two'"),
+        case(
+            &["compare", "--strategies", "rwlock,bogus"],
+            2,
+            "unknown or missing strategy names [\"bogus\"]; this build has rwlock",
+        ),
+        case(
             &[
                 "gen",
                 "--events",

@@ -3,4 +3,5 @@
 
 pub mod paper;
 pub mod plots;
+pub mod repeat;
 pub mod report;

@@ -9,8 +9,10 @@ use std::fmt::Write as _;
 
 /// Every key a JSON row carries (the schema of `--json`; extra diagnostic
 /// keys follow these).
-pub const ROW_KEYS: [&str; 22] = [
+pub const ROW_KEYS: [&str; 24] = [
     "rejected",
+    "repeats",
+    "spread",
     "strategy",
     "fast_path",
     "mode",
@@ -117,6 +119,11 @@ pub struct Row {
     pub cpu_clock: CpuClock,
     /// Read timings behind the percentiles.
     pub read_samples: usize,
+    /// Repeats summarised in this row (`--repeat`; 1 for a single run).
+    pub repeats: usize,
+    /// Per figure reported as a median over the repeats, its range
+    /// `[min, max]` (empty for a single run; `output::repeat`).
+    pub spread: BTreeMap<String, [f64; 2]>,
 }
 
 impl Row {
@@ -336,7 +343,7 @@ impl Report {
             .map_or_else(String::new, |d| format!(" ({d} distinct)"));
         format!(
             "workload {} (seed {}{scale}): {} events, {} blocks, {} queries{distinct}, decode share {:.1}%, {}; \
-             {} lanes, {} readers, {} cores ({}){}{}",
+             {} lanes, {} readers, {} cores ({}){}{}{}",
             w.name,
             w.seed,
             w.events,
@@ -351,6 +358,13 @@ impl Report {
             self.machine
                 .load_average
                 .map_or_else(String::new, |l| format!(", load average {l:.2} at start")),
+            match self.rows.iter().map(|r| r.repeats).max() {
+                Some(n) if n > 1 => format!(
+                    "; medians of {n} repeats run round-robin (ranges in the last table; \
+                     correctness counts from the worst repeat)"
+                ),
+                _ => String::new(),
+            },
             if self.settings.oversubscribed {
                 "; OVERSUBSCRIBED (--oversubscribe): more busy threads than cores, so \
                  latencies include preemption"
@@ -365,9 +379,13 @@ impl Report {
     /// update latencies and backlog; then the cross-check when there is one.
     pub fn render(&self) -> String {
         let mut out = format!("{}\n{}", self.header(), self.main_table().text());
-        for extra in [self.readers_table(), self.keepup_table()]
-            .into_iter()
-            .flatten()
+        for extra in [
+            self.readers_table(),
+            self.keepup_table(),
+            self.spread_table(),
+        ]
+        .into_iter()
+        .flatten()
         {
             out.push('\n');
             out.push_str(&extra.text());
@@ -383,9 +401,13 @@ impl Report {
     /// The same tables as markdown, for papers/.
     pub fn render_markdown(&self) -> String {
         let mut out = format!("{}\n\n{}", self.header(), self.main_table().markdown());
-        for extra in [self.readers_table(), self.keepup_table()]
-            .into_iter()
-            .flatten()
+        for extra in [
+            self.readers_table(),
+            self.keepup_table(),
+            self.spread_table(),
+        ]
+        .into_iter()
+        .flatten()
         {
             out.push('\n');
             out.push_str(&extra.markdown());
@@ -501,6 +523,38 @@ impl Report {
         (!rows.is_empty()).then(|| Table::new(&header, rows, 1))
     }
 
+    /// With `--repeat N` (N > 1): per row, the range over the repeats of the
+    /// figures the other tables show as medians.
+    pub fn spread_table(&self) -> Option<Table> {
+        let figures = [
+            ("events/s", "events_per_s", 0),
+            ("cpu ns/event", "cpu_ns_per_event", 0),
+            ("read p50", "read_p50_ns", 0),
+            ("read p99", "read_p99_ns", 0),
+            ("bytes/membership", "bytes_per_membership", 1),
+            ("update p99", "update_p99_ns", 0),
+        ];
+        let range = |row: &Row, key: &str, digits: usize| {
+            row.spread.get(key).map_or_else(
+                || "-".to_owned(),
+                |[min, max]| format!("{min:.digits$}–{max:.digits$}"),
+            )
+        };
+        let rows: Vec<Vec<String>> = self
+            .rows
+            .iter()
+            .filter(|r| r.repeats > 1)
+            .map(|r| {
+                let mut cells = vec![r.label(), r.mode.clone(), r.repeats.to_string()];
+                cells.extend(figures.iter().map(|&(_, key, d)| range(r, key, d)));
+                cells
+            })
+            .collect();
+        let mut header = vec!["range over repeats (min–max)", "mode", "repeats"];
+        header.extend(figures.iter().map(|&(name, _, _)| name));
+        (!rows.is_empty()).then(|| Table::new(&header, rows, 2))
+    }
+
     /// The `--json` document (pretty-printed).
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
@@ -508,10 +562,10 @@ impl Report {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn row(strategy: &str, fast_path: Option<bool>, mode: &str) -> Row {
+    pub(crate) fn row(strategy: &str, fast_path: Option<bool>, mode: &str) -> Row {
         Row {
             strategy: strategy.to_owned(),
             fast_path,
@@ -544,6 +598,8 @@ mod tests {
             elapsed_s: 0.5,
             cpu_clock: CpuClock::LaneThreadsSchedstat,
             read_samples: 1,
+            repeats: 1,
+            spread: BTreeMap::new(),
         }
     }
 

@@ -1,0 +1,136 @@
+//! Summaries over `crtc compare --repeat N`: the rows of one configuration,
+//! measured once per repeat (repeats interleaved round-robin over the
+//! configurations, so each repeat's rows share machine state), become one
+//! row whose figures are the medians, with each figure's range (min, max)
+//! in `Row::spread`. Correctness counts are never a median: a row reports
+//! the worst repeat (the most overcounts, undercounts, fallbacks and
+//! refusals), so a failure in any repeat still shows.
+
+use super::report::Row;
+
+/// A figure summarised by its median: its name in `Row::spread`, how to read
+/// it, and how to write the median back.
+struct Median {
+    name: &'static str,
+    get: fn(&Row) -> Option<f64>,
+    set: fn(&mut Row, f64),
+}
+
+macro_rules! float_median {
+    ($field:ident) => {
+        Median {
+            name: stringify!($field),
+            get: |row| row.$field,
+            set: |row, value| row.$field = Some(value),
+        }
+    };
+}
+
+macro_rules! int_median {
+    ($field:ident) => {
+        Median {
+            name: stringify!($field),
+            get: |row| row.$field.map(|value| value as f64),
+            set: |row, value| row.$field = Some(value.round() as u64),
+        }
+    };
+}
+
+/// Every figure reported as a median.
+fn medians() -> [Median; 14] {
+    [
+        float_median!(events_per_s),
+        float_median!(block_ops_per_s),
+        float_median!(cpu_ns_per_event),
+        float_median!(fast_path_hit_rate),
+        int_median!(read_p50_ns),
+        int_median!(read_p99_ns),
+        int_median!(update_p50_ns),
+        int_median!(update_p99_ns),
+        int_median!(backlog_at_end),
+        float_median!(bytes_per_membership),
+        float_median!(footprint_bytes_per_membership),
+        int_median!(read_only_p50_ns),
+        int_median!(read_only_p99_ns),
+        float_median!(restarts_per_read),
+    ]
+}
+
+/// The median of `values` (the mean of the middle two for an even count);
+/// `None` when there are none.
+pub fn median(values: &[f64]) -> Option<f64> {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(sorted[n / 2]),
+        _ => Some((sorted[n / 2 - 1] + sorted[n / 2]) / 2.0),
+    }
+}
+
+/// One row for the repeats of one configuration (see the module docs); the
+/// other fields (events, lookups, samples) are the first repeat's. `None`
+/// when `rows` is empty.
+pub fn summarise(rows: &[Row]) -> Option<Row> {
+    let mut summary = rows.first()?.clone();
+    summary.repeats = rows.len();
+    for figure in medians() {
+        let values: Vec<f64> = rows.iter().filter_map(figure.get).collect();
+        if let Some(middle) = median(&values) {
+            (figure.set)(&mut summary, middle);
+            let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+            let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            summary.spread.insert(figure.name.to_owned(), [min, max]);
+        }
+    }
+    let worst = |get: fn(&Row) -> Option<u64>| rows.iter().filter_map(get).max();
+    summary.overcounts = worst(|r| r.overcounts);
+    summary.undercounts = worst(|r| r.undercounts);
+    summary.hole_undercounts = worst(|r| r.hole_undercounts);
+    summary.fallbacks = worst(|r| r.fallbacks);
+    let most_rejected = rows.iter().max_by_key(|r| r.rejected_events);
+    if let Some(most) = most_rejected {
+        summary.rejected_events = most.rejected_events;
+        summary.rejected = most.rejected.clone();
+    }
+    summary.elapsed_s = rows.iter().map(|r| r.elapsed_s).sum();
+    Some(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{median, summarise};
+    use crate::compare::output::report::tests::row;
+
+    #[test]
+    fn medians_of_odd_and_even_counts() {
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+    }
+
+    #[test]
+    fn summary_takes_medians_ranges_and_the_worst_correctness() {
+        let mut rows = vec![row("rwlock", Some(true), "capacity"); 3];
+        for (i, r) in rows.iter_mut().enumerate() {
+            r.events_per_s = Some([300.0, 100.0, 200.0][i]);
+            r.read_p99_ns = Some([10, 30, 20][i]);
+            r.undercounts = Some([0, 2, 0][i]);
+            r.rejected_events = [0, 0, 5][i];
+        }
+        let summary = summarise(&rows).expect("three rows");
+        assert_eq!(summary.repeats, 3);
+        assert_eq!(summary.events_per_s, Some(200.0));
+        assert_eq!(summary.read_p99_ns, Some(20));
+        assert_eq!(summary.spread["events_per_s"], [100.0, 300.0]);
+        assert_eq!(summary.spread["read_p99_ns"], [10.0, 30.0]);
+        assert_eq!(
+            summary.undercounts,
+            Some(2),
+            "the worst repeat, not a median"
+        );
+        assert_eq!(summary.rejected_events, 5);
+        assert!(summarise(&[]).is_none());
+    }
+}
