@@ -103,7 +103,10 @@ fn hostile_line() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(512))]
+    #![proptest_config(crtc_verification::seeds::persisted(512, concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../verification/proptest-regressions/bad_input_cli.txt"
+    )))]
 
     #[test]
     fn hostile_lines_never_panic_and_stay_bounded(lines in proptest::collection::vec(hostile_line(), 1..8)) {

@@ -38,6 +38,7 @@ pub mod property;
 pub mod queries;
 pub mod reference;
 pub mod rng;
+pub mod seeds;
 pub mod stream;
 pub mod tree_backends;
 pub mod workload;

@@ -5,6 +5,7 @@ use crtc::types::{
     KvCacheEventData, KvError, LocalBlockHash, MatchDetails, OverlapScores, RouterEvent, WorkerId,
     WorkerWithDpRank,
 };
+use crtc_verification::seeds::persisted;
 use crtc_verification::{
     cases_from_env, random_stream, run_differential, stream_strategy, Backend, DropRemovalsBackend,
     ReferenceBackend,
@@ -152,7 +153,10 @@ fn rejected_valid_stores_and_undercounts_are_caught() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(cases_from_env()))]
+    #![proptest_config(persisted(cases_from_env(), concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/proptest-regressions/differential.txt"
+    )))]
 
     #[test]
     fn reference_backend_is_exact((seed, steps) in stream_strategy(400), strict in any::<bool>()) {

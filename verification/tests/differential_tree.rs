@@ -6,6 +6,7 @@
 
 use crtc::types::{LocalBlockHash, RouterEvent};
 use crtc_strategies::ShapeGate;
+use crtc_verification::seeds::persisted;
 use crtc_verification::{
     cases_from_env, queries_for, random_stream, run_differential, stream_strategy, Backend,
     Catalog, IndexerBackend, Op, Rng, TreeBackend,
@@ -14,12 +15,14 @@ use proptest::prelude::*;
 
 const MAX_STEPS: usize = 300;
 
+/// Where this file's failing cases persist (committed; re-run first).
+const REGRESSIONS: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/proptest-regressions/differential_tree.txt"
+);
+
 fn config(divisor: u32) -> ProptestConfig {
-    ProptestConfig {
-        cases: (cases_from_env() / divisor).max(1),
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
+    persisted((cases_from_env() / divisor).max(1), REGRESSIONS)
 }
 
 fn check(

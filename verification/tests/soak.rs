@@ -1,4 +1,4 @@
-//! Real-thread soak, for every strategy (issue 6).
+//! Real-thread soak, for every strategy.
 //!
 //! Two writer lanes own disjoint ranks whose sequences share system prompts
 //! and decode tails, so they race on the same nodes; two readers check C1 on
@@ -15,7 +15,9 @@
 //! reference model holds (C2), while the sweeper keeps running.
 //!
 //! Duration: `CRTC_SOAK_SECS` (default 20 s per strategy, as in CI; the ignored
-//! long run defaults to 300 s). Counters are printed per strategy (run with
+//! long run defaults to 300 s), split evenly between the fixed seed `0x50a6`
+//! and a fresh seed printed with the line that replays it
+//! (`CRTC_SOAK_SEED=0x…` runs that seed instead of a fresh one). Counters are printed per strategy (run with
 //! `--nocapture` to see them); overcounts, hash mismatches, parity
 //! mismatches and rejected valid stores must all be 0.
 
@@ -520,7 +522,18 @@ fn sweeper<G: ShapeGate>(shared: Arc<Shared<G>>) {
     }
 }
 
-fn soak<G: ShapeGate>(secs: u64) {
+/// The fixed seed of every soak.
+const FIXED_SEED: u64 = 0x50a6;
+
+/// Half of `secs` on [`FIXED_SEED`], half on a fresh (or replayed) seed.
+fn soak_both<G: ShapeGate>(secs: u64, label: &str) {
+    let half = (secs / 2).max(1);
+    soak::<G>(half, FIXED_SEED);
+    let fresh = crtc_verification::seeds::fresh_or_replayed("CRTC_SOAK_SEED", label);
+    soak::<G>(half, fresh);
+}
+
+fn soak<G: ShapeGate>(secs: u64, seed: u64) {
     let shared = new_shared::<G>();
     let check_every = Duration::from_millis(env_u64("CRTC_SOAK_CHECK_MS", 500));
     let writers: Vec<_> = (0..2)
@@ -528,7 +541,7 @@ fn soak<G: ShapeGate>(secs: u64) {
             let writer = Writer {
                 id,
                 lane: shared.tree.new_lane(),
-                rng: Rng::new(0x50a6 + id as u64),
+                rng: Rng::new(seed.wrapping_add(id as u64)),
                 next_worker: 100,
                 shared: Arc::clone(&shared),
             };
@@ -536,9 +549,10 @@ fn soak<G: ShapeGate>(secs: u64) {
         })
         .collect();
     let readers: Vec<_> = (0..2u64)
-        .map(|seed| {
+        .map(|i| {
             let shared = Arc::clone(&shared);
-            thread::spawn(move || reader(shared, seed))
+            let reader_seed = seed.rotate_left(17).wrapping_add(i);
+            thread::spawn(move || reader(shared, reader_seed))
         })
         .collect();
     let sweep = {
@@ -608,13 +622,15 @@ macro_rules! soak {
         mod $name {
             #[test]
             fn soak_short() {
-                super::soak::<$gate>(super::env_u64("CRTC_SOAK_SECS", 20));
+                let secs = super::env_u64("CRTC_SOAK_SECS", 20);
+                super::soak_both::<$gate>(secs, concat!("soak ", $label));
             }
 
             #[test]
             #[ignore = "long soak: CRTC_SOAK_SECS (default 300)"]
             fn soak_long() {
-                super::soak::<$gate>(super::env_u64("CRTC_SOAK_SECS", 300));
+                let secs = super::env_u64("CRTC_SOAK_SECS", 300);
+                super::soak_both::<$gate>(secs, concat!("soak ", $label, " long"));
             }
         }
     };

@@ -3,7 +3,9 @@
 //! reader checks C1 on every read (no score above what the rank ever stored);
 //! after the writers join, every score must equal the reference model's held
 //! prefix exactly (C2). Runs for every strategy, fast path on and off.
-//! `CRTC_STRESS_ROUNDS` scales the run (default 3).
+//! `CRTC_STRESS_ROUNDS` fixed seeds (default 3) run first, then one fresh
+//! seed, printed with the line that replays it (`CRTC_STRESS_SEED=0x…` runs
+//! that seed instead of a fresh one).
 
 use crtc::types::{BlockPair, LocalBlockHash, RouterEvent, WorkerWithDpRank};
 use crtc::{Tree, TreeConfig};
@@ -200,7 +202,10 @@ fn run<G: ShapeGate>(fast_path: bool, seed: u64) {
     let streams: Streams = (0..LANES * RANKS_PER_LANE)
         .map(|w| {
             let rank = WorkerWithDpRank::new(w, 0);
-            (rank, rank_stream(rank, seed * 1000 + w, 400))
+            (
+                rank,
+                rank_stream(rank, seed.wrapping_mul(1000).wrapping_add(w), 400),
+            )
         })
         .collect();
     let (ever, queries) = (Arc::new(ever_stored(&streams)), Arc::new(queries(&streams)));
@@ -237,11 +242,15 @@ fn run<G: ShapeGate>(fast_path: bool, seed: u64) {
     drop(lanes);
 }
 
-fn rounds() -> u64 {
-    std::env::var("CRTC_STRESS_ROUNDS")
+/// The seeds of one test: `0..CRTC_STRESS_ROUNDS` (default 3), then one
+/// fresh seed, printed, or the one `CRTC_STRESS_SEED` replays.
+fn seeds(label: &str) -> Vec<u64> {
+    let rounds = std::env::var("CRTC_STRESS_ROUNDS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(3)
+        .unwrap_or(3);
+    let fresh = crtc_verification::seeds::fresh_or_replayed("CRTC_STRESS_SEED", label);
+    (0..rounds).chain([fresh]).collect()
 }
 
 macro_rules! stress {
@@ -249,11 +258,15 @@ macro_rules! stress {
         mod $name {
             #[test]
             fn racing_lanes_never_overcount_and_end_exact_fast_path_on() {
-                (0..super::rounds()).for_each(|seed| super::run::<$gate>(true, seed));
+                for seed in super::seeds(concat!("stress ", $label, " fast path on")) {
+                    super::run::<$gate>(true, seed);
+                }
             }
             #[test]
             fn racing_lanes_never_overcount_and_end_exact_fast_path_off() {
-                (0..super::rounds()).for_each(|seed| super::run::<$gate>(false, seed));
+                for seed in super::seeds(concat!("stress ", $label, " fast path off")) {
+                    super::run::<$gate>(false, seed);
+                }
             }
         }
     };
