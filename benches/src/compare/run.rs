@@ -15,6 +15,7 @@ use crate::compare::output::repeat;
 use crate::compare::output::report::{Report, Row, Settings, WorkloadInfo};
 use crate::compare::registry::selected_configurations;
 use crate::compare::subjects::backend::BackendStats;
+use crate::compare::subjects::UPSTREAM_NAME;
 use crate::compare::{
     features, load_workload, validate, CompareError, CompareOptions, Configuration, RetryCounters,
     Source, MAX_WORKERS,
@@ -358,6 +359,15 @@ pub fn run(options: &CompareOptions) -> Result<Report, CompareError> {
         }
     }
     rows.extend(measured.iter().filter_map(|runs| repeat::summarise(runs)));
+    let by_repeat: Vec<Vec<Row>> = (0..options.repeat)
+        .map(|r| {
+            measured
+                .iter()
+                .filter_map(|runs| runs.get(r).cloned())
+                .collect()
+        })
+        .collect();
+    let ratios = repeat::ratios(&by_repeat, UPSTREAM_NAME);
     Ok(Report {
         machine,
         git_revision: measure::git_revision(),
@@ -376,5 +386,6 @@ pub fn run(options: &CompareOptions) -> Result<Report, CompareError> {
         features: features(),
         git_dirty: measure::git_dirty(),
         upstream_check,
+        ratios,
     })
 }

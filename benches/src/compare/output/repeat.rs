@@ -4,9 +4,11 @@
 //! row whose figures are the medians, with each figure's range (min, max)
 //! in `Row::spread`. Correctness counts are never a median: a row reports
 //! the worst repeat (the most overcounts, undercounts, fallbacks and
-//! refusals), so a failure in any repeat still shows.
+//! refusals), so a failure in any repeat still shows. Ratios between rows
+//! ([`ratios`]) are taken within each repeat, then summarised the same way.
 
 use super::report::Row;
+use serde::Serialize;
 
 /// A figure summarised by its median: its name in `Row::spread`, how to read
 /// it, and how to write the median back.
@@ -132,5 +134,119 @@ mod tests {
         );
         assert_eq!(summary.rejected_events, 5);
         assert!(summarise(&[]).is_none());
+    }
+}
+
+/// A ratio between two rows, computed within each repeat and then
+/// summarised over the repeats.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RatioSummary {
+    /// What is divided by what.
+    pub name: String,
+    /// Median over the repeats.
+    pub median: f64,
+    /// Smallest and largest over the repeats.
+    pub range: [f64; 2],
+    /// Repeats the ratio could be computed in.
+    pub repeats: usize,
+}
+
+/// The ratios the report summarises, each within one repeat: per gate fast
+/// over general events/s; per row events/s over the global-lock row's; per
+/// row lane CPU per event over the upstream row's. `repeats[r]` holds repeat
+/// `r`'s rows (capacity rows only are compared).
+pub fn ratios(repeats: &[Vec<Row>], upstream: &str) -> Vec<RatioSummary> {
+    let mut values: Vec<(String, Vec<f64>)> = Vec::new();
+    for rows in repeats {
+        for (name, value) in repeat_ratios(rows, upstream) {
+            match values.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, list)) => list.push(value),
+                None => values.push((name, vec![value])),
+            }
+        }
+    }
+    values
+        .into_iter()
+        .filter_map(|(name, list)| {
+            let min = list.iter().copied().fold(f64::INFINITY, f64::min);
+            let max = list.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            Some(RatioSummary {
+                median: median(&list)?,
+                range: [min, max],
+                repeats: list.len(),
+                name,
+            })
+        })
+        .collect()
+}
+
+/// The ratios of one repeat's rows, named.
+fn repeat_ratios(rows: &[Row], upstream: &str) -> Vec<(String, f64)> {
+    let capacity: Vec<&Row> = rows.iter().filter(|r| r.mode == "capacity").collect();
+    let find = |strategy: &str, fast: Option<bool>| {
+        capacity
+            .iter()
+            .find(|r| r.strategy == strategy && r.fast_path == fast)
+    };
+    let divide = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+        _ => None,
+    };
+    let mut out = Vec::new();
+    for row in capacity.iter().filter(|r| r.fast_path == Some(true)) {
+        if let Some(general) = find(&row.strategy, Some(false)) {
+            let ratio = divide(row.events_per_s, general.events_per_s);
+            out.extend(ratio.map(|v| (format!("{} fast/general events/s", row.strategy), v)));
+        }
+    }
+    for row in &capacity {
+        if let Some(base) = find("global-lock", None).filter(|b| b.strategy != row.strategy) {
+            let ratio = divide(row.events_per_s, base.events_per_s);
+            out.extend(ratio.map(|v| (format!("{} events/s vs global-lock", row.label()), v)));
+        }
+        if let Some(up) = find(upstream, None).filter(|u| u.strategy != row.strategy) {
+            let ratio = divide(row.cpu_ns_per_event, up.cpu_ns_per_event);
+            out.extend(ratio.map(|v| (format!("{} lane CPU/event vs {upstream}", row.label()), v)));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod ratio_tests {
+    use super::ratios;
+    use crate::compare::output::report::tests::row;
+
+    #[test]
+    fn ratios_are_taken_per_repeat_then_summarised() {
+        let repeat = |fast: f64, general: f64, base: f64| {
+            let mut rows = vec![
+                row("rwlock", Some(true), "capacity"),
+                row("rwlock", Some(false), "capacity"),
+                row("global-lock", None, "capacity"),
+            ];
+            for (r, v) in rows.iter_mut().zip([fast, general, base]) {
+                r.events_per_s = Some(v);
+            }
+            rows
+        };
+        // Repeat 2 is twice as fast throughout: its ratios equal repeat 1's.
+        let summary = ratios(
+            &[repeat(300.0, 100.0, 50.0), repeat(600.0, 200.0, 100.0)],
+            "up",
+        );
+        let fast_general = &summary[0];
+        assert_eq!(fast_general.name, "rwlock fast/general events/s");
+        assert_eq!((fast_general.median, fast_general.range), (3.0, [3.0, 3.0]));
+        assert_eq!(fast_general.repeats, 2);
+        let vs_lock = summary
+            .iter()
+            .find(|s| s.name == "rwlock fast events/s vs global-lock")
+            .expect("a baseline ratio");
+        assert_eq!(vs_lock.median, 6.0);
+        assert!(
+            summary.iter().all(|s| !s.name.contains("vs up")),
+            "no upstream row"
+        );
     }
 }

@@ -3,6 +3,7 @@
 
 use crate::compare::checks::crosscheck::CrossCheck;
 use crate::compare::measurement::measure::{CpuClock, Machine};
+use crate::compare::output::repeat::RatioSummary;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -211,6 +212,8 @@ pub struct Report {
     pub git_dirty: bool,
     /// The serial cross-check against upstream (`--check-upstream`).
     pub upstream_check: Option<CrossCheck>,
+    /// Ratios between rows, per repeat, summarised (`output::repeat`).
+    pub ratios: Vec<RatioSummary>,
 }
 
 /// What the tables' units and columns mean.
@@ -379,14 +382,7 @@ impl Report {
     /// update latencies and backlog; then the cross-check when there is one.
     pub fn render(&self) -> String {
         let mut out = format!("{}\n{}", self.header(), self.main_table().text());
-        for extra in [
-            self.readers_table(),
-            self.keepup_table(),
-            self.spread_table(),
-        ]
-        .into_iter()
-        .flatten()
-        {
+        for extra in self.extra_tables() {
             out.push('\n');
             out.push_str(&extra.text());
         }
@@ -401,14 +397,7 @@ impl Report {
     /// The same tables as markdown, for papers/.
     pub fn render_markdown(&self) -> String {
         let mut out = format!("{}\n\n{}", self.header(), self.main_table().markdown());
-        for extra in [
-            self.readers_table(),
-            self.keepup_table(),
-            self.spread_table(),
-        ]
-        .into_iter()
-        .flatten()
-        {
+        for extra in self.extra_tables() {
             out.push('\n');
             out.push_str(&extra.markdown());
         }
@@ -555,6 +544,38 @@ impl Report {
         (!rows.is_empty()).then(|| Table::new(&header, rows, 2))
     }
 
+    /// The tables after the main one, those that apply: readers, keep-up,
+    /// ranges over repeats, ratios.
+    fn extra_tables(&self) -> Vec<Table> {
+        [
+            self.readers_table(),
+            self.keepup_table(),
+            self.spread_table(),
+            self.ratios_table(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+
+    /// Ratios between rows, taken within each repeat: median and range.
+    pub fn ratios_table(&self) -> Option<Table> {
+        let rows: Vec<Vec<String>> = self
+            .ratios
+            .iter()
+            .map(|r| {
+                vec![
+                    r.name.clone(),
+                    format!("{:.2}", r.median),
+                    format!("{:.2}–{:.2}", r.range[0], r.range[1]),
+                    r.repeats.to_string(),
+                ]
+            })
+            .collect();
+        let header = ["ratio (within each repeat)", "median", "min–max", "repeats"];
+        (!rows.is_empty()).then(|| Table::new(&header, rows, 1))
+    }
+
     /// The `--json` document (pretty-printed).
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
@@ -639,6 +660,7 @@ pub(crate) mod tests {
             features: vec!["rwlock".to_owned()],
             git_dirty: false,
             upstream_check: None,
+            ratios: Vec::new(),
         }
     }
 

@@ -8,3 +8,6 @@ pub mod baseline;
 pub mod serial;
 #[cfg(feature = "upstream")]
 pub mod upstream;
+
+/// The upstream row's strategy name (feature `upstream`).
+pub const UPSTREAM_NAME: &str = "upstream-1.6.1";

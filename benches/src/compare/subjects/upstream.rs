@@ -44,7 +44,7 @@ use dynamo_kv_router::ConcurrentRadixTreeCompressed;
 use std::time::Instant;
 
 /// The row's strategy name.
-pub const NAME: &str = "upstream-1.6.1";
+pub const NAME: &str = super::UPSTREAM_NAME;
 
 /// Tokens per block handed to the crate (it only logs a warning for 1).
 const BLOCK_TOKENS: u32 = crtc_verification::workload::BLOCK_TOKENS as u32;
