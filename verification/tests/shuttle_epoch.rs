@@ -1,4 +1,4 @@
-//! shuttle tests of the epoch tree (DESIGN §10, sync-anchors §4 and §7.6):
+//! shuttle tests of the epoch tree (papers/protocols.md §5):
 //! whole-tree scenarios too big for loom, explored by shuttle's random and
 //! PCT schedulers (the epoch gate over the checker reclaimer), instantiated from
 //! `crtc_verification::models::scenarios` for `DefaultEpochGate`. Built only with

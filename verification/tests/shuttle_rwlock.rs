@@ -1,4 +1,4 @@
-//! shuttle tests of the RwLock tree (DESIGN §10, sync-anchors §4 and §7.6):
+//! shuttle tests of the RwLock tree (papers/protocols.md §5):
 //! whole-tree scenarios too big for loom, explored by shuttle's random and
 //! PCT schedulers (the RwLock gate), instantiated from
 //! `crtc_verification::models::scenarios` for `RwLockGate`. Built only with

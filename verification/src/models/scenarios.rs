@@ -1,4 +1,4 @@
-//! shuttle scenarios on the real tree (DESIGN §10, sync-anchors §7.6),
+//! shuttle scenarios on the real tree (papers/protocols.md §5),
 //! generic over the gate: whole-tree scenarios too big for loom, explored by
 //! shuttle's random and PCT schedulers, and the decode storm with reader
 //! retry statistics.
