@@ -14,6 +14,7 @@
 //! Every markdown file starts with the command that produced it, the
 //! machine, the git revision and the compiled features.
 
+use crate::compare::measurement::measure::{git_dirty, git_revision};
 use crate::compare::output::plots::{command_line, write_plots, CHARTS};
 use crate::compare::output::report::{p99_ratio, Report, Row};
 use crate::compare::{run, CompareError, CompareOptions, Source};
@@ -112,17 +113,83 @@ fn capacity_row<'a>(report: &'a Report, strategy: &str) -> Option<&'a Row> {
         .find(|r| r.mode == "capacity" && r.strategy == strategy)
 }
 
-/// The issue's item-5 targets against `reports` (stem, report).
+/// Issue 13: lane CPU per event at most 0.8× upstream's for the RwLock and
+/// seqlock gates and 1.0× for the epoch gates, fast path on.
+fn lane_cpu_targets(out: &mut String, reports: &[(&str, &Report)]) {
+    out.push_str(
+        "\n## Lane CPU per event vs upstream 1.6.1 (rwlock, seqlock ≤ 0.8×; epoch gates ≤ 1.0×)\n\n",
+    );
+    out.push_str("| workload | row | lane CPU ns/event | upstream ns/event | ratio | target |\n|---|---|---:|---:|---:|---|\n");
+    for (stem, report) in reports {
+        let upstream = report
+            .rows
+            .iter()
+            .find(|r| r.mode == "capacity" && r.strategy.starts_with("upstream"))
+            .and_then(|r| r.cpu_ns_per_event);
+        for row in gate_rows(report).filter(|r| r.fast_path == Some(true)) {
+            let bound = if row.strategy.starts_with("epoch") {
+                1.0
+            } else {
+                0.8
+            };
+            let ratio = row.cpu_ns_per_event.zip(upstream).map(|(a, b)| a / b);
+            let _ = writeln!(
+                out,
+                "| {stem} | {} | {} | {} | {} | {} |",
+                row.label(),
+                row.cpu_ns_per_event
+                    .map_or("-".to_owned(), |v| format!("{v:.0}")),
+                upstream.map_or("-".to_owned(), |v| format!("{v:.0}")),
+                ratio.map_or("-".to_owned(), |r| format!("{r:.2}×")),
+                ratio.map_or("not measured", |r| met(r <= bound)),
+            );
+        }
+    }
+}
+
+/// Issue 13: at most 32 bytes per membership for every gate on every
+/// workload, and the seqlock and epoch gates within 1.25× of the RwLock gate.
+fn memory_targets(out: &mut String, reports: &[(&str, &Report)]) {
+    out.push_str(
+        "\n## Bytes per membership ≤ 32 on every workload, other gates ≤ 1.25× rwlock\n\n",
+    );
+    out.push_str("| workload | row | bytes/membership | ≤ 32 | vs rwlock | ≤ 1.25× |\n|---|---|---:|---|---:|---|\n");
+    for (stem, report) in reports {
+        let rwlock = capacity_row(report, "rwlock").and_then(|r| r.bytes_per_membership);
+        for row in report.rows.iter().filter(|r| r.mode == "capacity") {
+            let bytes = row.bytes_per_membership;
+            let vs = bytes.zip(rwlock).map(|(b, r)| b / r);
+            let gate = gate_rows(report).any(|g| g.strategy == row.strategy);
+            let _ = writeln!(
+                out,
+                "| {stem} | {} | {} | {} | {} | {} |",
+                row.label(),
+                bytes.map_or("-".to_owned(), |b| format!("{b:.1}")),
+                bytes.map_or("not measured", |b| met(b <= 32.0)),
+                vs.map_or("-".to_owned(), |v| format!("{v:.2}×")),
+                match (gate, vs) {
+                    (true, Some(v)) => met(v <= 1.25),
+                    _ => "-",
+                },
+            );
+        }
+    }
+}
+
+/// The issues' targets against `reports` (stem, report): capacity and
+/// reader targets (issue 7), lane CPU and memory targets (issue 13).
 pub fn targets_markdown(reports: &[(&str, &Report)]) -> String {
-    let mut out = String::from("# Targets of issue 7, item 5, measured in this run\n\n");
+    let mut out = String::from("# Targets of issues 7 and 13, measured in this run\n\n");
     if let Some((_, first)) = reports.first() {
         out.push_str(&provenance(first));
     }
     out.push_str(
         "\nEvery figure below comes from the capacity rows of the files next to this one \
-         (one process, one run per workload). Absolute rates on a shared 2-core machine are \
-         noisy; ratios from the same run are the signal.\n",
+         (one process per command; with `--repeat N` each figure is the median of N runs \
+         interleaved round-robin). Absolute rates on a shared 2-core machine are noisy; \
+         ratios from the same run are the signal.\n",
     );
+    lane_cpu_targets(&mut out, reports);
 
     out.push_str(
         "\n## Best gate vs the global-lock baseline (≥ 3×) and vs upstream 1.6.1 (≥ 1.5×)\n\n",
@@ -184,22 +251,7 @@ pub fn targets_markdown(reports: &[(&str, &Report)]) -> String {
         }
     }
 
-    out.push_str("\n## Bytes per membership ≤ 32 on the chat preset\n\n");
-    out.push_str("| row | bytes/membership | target |\n|---|---:|---|\n");
-    for (stem, report) in reports.iter().filter(|(s, _)| *s == "chat") {
-        let _ = stem;
-        for row in report.rows.iter().filter(|r| r.mode == "capacity") {
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} |",
-                row.label(),
-                row.bytes_per_membership
-                    .map_or("-".to_owned(), |b| format!("{b:.1}")),
-                row.bytes_per_membership
-                    .map_or("not measured", |b| met(b <= 32.0)),
-            );
-        }
-    }
+    memory_targets(&mut out, reports);
 
     out.push_str(
         "\n## Fast path vs general path over the whole stream\n\n\
@@ -262,6 +314,9 @@ pub fn write_paper(
             source: Source::Trace(trace.to_path_buf()),
         },
     ];
+    // The tree's state is read once, before any file is written: the files
+    // this run writes must not make its later reports look dirty.
+    let (revision, dirty) = (git_revision(), git_dirty());
     let mut reports = Vec::new();
     let mut written: Vec<PathBuf> = Vec::new();
     for entry in entries {
@@ -289,7 +344,11 @@ pub fn write_paper(
             check_upstream: options.check_upstream || cfg!(feature = "upstream"),
             ..options.clone()
         };
-        let report = run(&run_options)?;
+        let report = Report {
+            git_revision: revision.clone(),
+            git_dirty: dirty,
+            ..run(&run_options)?
+        };
         say(&report.render());
         let md = dir.join(format!("{}.md", entry.stem));
         write(&md, &workload_markdown(entry.stem, &report))?;
