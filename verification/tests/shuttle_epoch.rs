@@ -6,6 +6,14 @@
 //! from shuttle through the facade. Shuttle models every atomic as SeqCst:
 //! ordering bugs are loom's job (`loom_epoch.rs`).
 //!
+//! There is no seize suite, and this is why: the seize gate is
+//! `EpochGate<SeizeReclaim>`, the same gate code as this suite's with another
+//! reclaimer, and seize's collector keeps per-OS-thread state that shuttle's
+//! modelled threads (one OS thread) would share, so under shuttle it would
+//! run over the checker reclaimer, i.e. be this suite again. The seize
+//! reclaimer itself is checked by miri (`gate_contract`, `epoch_memory`, the
+//! tree suite) and by the real-thread stress and soak tests.
+//!
 //! - **mixed**, **hot leaf**, **private subtrees** (fast path on and off):
 //!   two writer lanes and a reader; reads stay within their bounds, no event
 //!   is rejected, the final scores equal the reference model's, and the

@@ -128,15 +128,27 @@ macro_rules! shuttle_gate_tests {
         }
 
         #[test]
-        fn shuttle_mixed() {
+        fn shuttle_mixed_fast_on() {
             let case = $crate::models::scenarios::mixed();
             $crate::models::scenarios::report::<$G>(&shuttle(), GATE, &case, true);
         }
 
         #[test]
-        fn shuttle_hot_leaf() {
+        fn shuttle_mixed_fast_off() {
+            let case = $crate::models::scenarios::mixed();
+            $crate::models::scenarios::report::<$G>(&shuttle(), GATE, &case, false);
+        }
+
+        #[test]
+        fn shuttle_hot_leaf_fast_on() {
             let case = $crate::models::scenarios::hot_leaf();
             $crate::models::scenarios::report::<$G>(&shuttle(), GATE, &case, true);
+        }
+
+        #[test]
+        fn shuttle_hot_leaf_fast_off() {
+            let case = $crate::models::scenarios::hot_leaf();
+            $crate::models::scenarios::report::<$G>(&shuttle(), GATE, &case, false);
         }
 
         #[test]
