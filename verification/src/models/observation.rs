@@ -1,0 +1,257 @@
+//! What the models observe and hold a tree to: a quiescent tree's final
+//! state ([`Observation`]), scenarios with the set of their serial outcomes
+//! ([`Scenario`]), and the bounds on a score read while events apply
+//! concurrently ([`ReadBounds`]).
+
+use super::events::{apply_ok, model_config, query};
+use crate::chain::chain_hash;
+use crtc::types::{
+    ExternalSequenceBlockHash, KvCacheEventData, LocalBlockHash, OverlapScores, RouterEvent,
+    WorkerWithDpRank,
+};
+use crtc::{Lane, Tree, TreeConfig};
+use crtc_strategies::ShapeGate;
+use rustc_hash::FxHashSet;
+
+/// The scores of one query: the query's raw locals and the scores sorted by
+/// rank.
+pub type QueryScores = (Vec<u64>, Vec<(WorkerWithDpRank, u32)>);
+
+/// Everything the serial-equivalence checks compare about a quiescent tree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Observation {
+    /// Per query (raw locals), the scores sorted by rank.
+    pub scores: Vec<QueryScores>,
+    /// `dump_events` with event ids zeroed, as sorted debug strings.
+    pub dump: Vec<String>,
+    /// `node_count`.
+    pub nodes: usize,
+}
+
+/// Observes `tree`: scores of every query, the sorted dump and the node count.
+pub fn observe<G: ShapeGate>(tree: &Tree<G>, queries: &[Vec<u64>]) -> Observation {
+    let scores = queries
+        .iter()
+        .map(|q| (q.clone(), tree.find_matches(&query(q), false).sorted()))
+        .collect();
+    let mut dump: Vec<String> = tree
+        .dump_events()
+        .into_iter()
+        .map(|mut e| {
+            e.event.event_id = 0;
+            format!("{e:?}")
+        })
+        .collect();
+    dump.sort_unstable();
+    Observation {
+        scores,
+        dump,
+        nodes: tree.node_count(),
+    }
+}
+
+/// Every interleaving of threads with `lens[i]` events each that keeps each
+/// thread's own order, as sequences of thread indices.
+pub fn interleavings(lens: &[usize]) -> Vec<Vec<usize>> {
+    fn extend(left: &mut [usize], prefix: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
+        if left.iter().all(|&n| n == 0) {
+            out.push(prefix.clone());
+            return;
+        }
+        for thread in 0..left.len() {
+            if left[thread] > 0 {
+                left[thread] -= 1;
+                prefix.push(thread);
+                extend(left, prefix, out);
+                prefix.pop();
+                left[thread] += 1;
+            }
+        }
+    }
+    let mut out = Vec::new();
+    extend(&mut lens.to_vec(), &mut Vec::new(), &mut out);
+    out
+}
+
+/// A concurrent scenario: sequential setup events (each on a lane), then one
+/// event list per thread (thread `i` owns lane `i`), and the queries its final
+/// state is observed with.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    /// Short name for reports.
+    pub name: &'static str,
+    /// `(lane, event)` applied in order before the threads start.
+    pub setup: Vec<(usize, RouterEvent)>,
+    /// The events of each thread, in order.
+    pub threads: Vec<Vec<RouterEvent>>,
+    /// Queries (raw locals) of the final-state observation.
+    pub queries: Vec<Vec<u64>>,
+}
+
+impl Scenario {
+    /// Bounds for reads that run while the threads' events apply.
+    pub fn read_bounds(&self) -> ReadBounds {
+        ReadBounds::new(
+            self.setup.iter().map(|(_, e)| e),
+            self.threads.iter().flatten(),
+        )
+    }
+
+    /// A tree with `config` and one lane per thread, after the setup.
+    pub fn prepare<G: ShapeGate>(&self, config: TreeConfig) -> (Tree<G>, Vec<Lane<G>>) {
+        let tree = Tree::new(config);
+        let mut lanes: Vec<Lane<G>> = self.threads.iter().map(|_| tree.new_lane()).collect();
+        for (lane, event) in &self.setup {
+            apply_ok(&tree, &mut lanes[*lane], event);
+        }
+        (tree, lanes)
+    }
+
+    /// The final state of every serial order of the threads' events (each
+    /// thread's order kept) on fresh trees with the fast path off,
+    /// deduplicated.
+    pub fn serial_outcomes<G: ShapeGate>(&self) -> Vec<Observation> {
+        let lens: Vec<usize> = self.threads.iter().map(Vec::len).collect();
+        let mut outcomes: Vec<Observation> = Vec::new();
+        for order in interleavings(&lens) {
+            let (tree, mut lanes) = self.prepare::<G>(model_config(false));
+            let mut next = vec![0; self.threads.len()];
+            for thread in order {
+                apply_ok(
+                    &tree,
+                    &mut lanes[thread],
+                    &self.threads[thread][next[thread]],
+                );
+                next[thread] += 1;
+            }
+            let observed = observe(&tree, &self.queries);
+            drop(lanes);
+            drop(tree);
+            if !outcomes.contains(&observed) {
+                outcomes.push(observed);
+            }
+        }
+        outcomes
+    }
+}
+
+/// Bounds on a score read while events apply concurrently.
+///
+/// - ceiling (C1): the leading query blocks the rank has ever stored (the
+///   setup plus every concurrent event);
+/// - floor: the leading query blocks the rank stored in the setup and no event
+///   evicts. The shape's coverage rules order every demotion so that a reader
+///   never sees a covered slot uncovered (cutoff written before the bit
+///   clears), so such a prefix is credited at every instant. The floor is
+///   stricter than the read contract (which bounds concurrent reads from
+///   above only); it holds for the RwLock gate by that rule.
+#[derive(Clone, Debug, Default)]
+pub struct ReadBounds {
+    ranks: Vec<RankBounds>,
+}
+
+#[derive(Clone, Debug)]
+struct RankBounds {
+    rank: WorkerWithDpRank,
+    ever: FxHashSet<ExternalSequenceBlockHash>,
+    stable: FxHashSet<ExternalSequenceBlockHash>,
+}
+
+impl ReadBounds {
+    /// Bounds for reads during `concurrent`, after `setup` applied.
+    pub fn new<'a>(
+        setup: impl IntoIterator<Item = &'a RouterEvent>,
+        concurrent: impl IntoIterator<Item = &'a RouterEvent> + Clone,
+    ) -> Self {
+        let mut bounds = Self::default();
+        for event in setup {
+            if let KvCacheEventData::Stored { blocks, .. } = &event.event.data {
+                let entry = bounds.entry(event.rank());
+                entry.ever.extend(blocks.iter().map(|b| b.external));
+                entry.stable.extend(blocks.iter().map(|b| b.external));
+            }
+        }
+        for event in concurrent {
+            let entry = bounds.entry(event.rank());
+            match &event.event.data {
+                KvCacheEventData::Stored { blocks, .. } => {
+                    entry.ever.extend(blocks.iter().map(|b| b.external));
+                }
+                KvCacheEventData::Removed { block_hashes } => {
+                    block_hashes.iter().for_each(|h| {
+                        entry.stable.remove(h);
+                    });
+                }
+                KvCacheEventData::Cleared => entry.stable.clear(),
+            }
+        }
+        bounds
+    }
+
+    fn entry(&mut self, rank: WorkerWithDpRank) -> &mut RankBounds {
+        let index = match self.ranks.iter().position(|r| r.rank == rank) {
+            Some(index) => index,
+            None => {
+                self.ranks.push(RankBounds {
+                    rank,
+                    ever: FxHashSet::default(),
+                    stable: FxHashSet::default(),
+                });
+                self.ranks.len() - 1
+            }
+        };
+        &mut self.ranks[index]
+    }
+
+    /// `(floor, ceiling)` of `rank`'s score for `query`.
+    pub fn range(&self, rank: WorkerWithDpRank, query: &[LocalBlockHash]) -> (usize, usize) {
+        self.ranks
+            .iter()
+            .find(|r| r.rank == rank)
+            .map_or((0, 0), |r| {
+                (
+                    prefix_within(query, &r.stable),
+                    prefix_within(query, &r.ever),
+                )
+            })
+    }
+
+    /// Checks one read: every rank scored or known lies within its bounds.
+    pub fn check(&self, query: &[LocalBlockHash], scores: &OverlapScores) -> Result<(), String> {
+        let mut ranks: Vec<WorkerWithDpRank> = scores.scores.keys().copied().collect();
+        ranks.extend(self.ranks.iter().map(|r| r.rank));
+        ranks.sort_unstable();
+        ranks.dedup();
+        for rank in ranks {
+            let (floor, ceiling) = self.range(rank, query);
+            let score = scores.score(rank) as usize;
+            if score > ceiling {
+                return Err(format!(
+                    "C1: rank {rank} scored {score} > {ceiling} (blocks it ever stored) for {query:?}"
+                ));
+            }
+            if score < floor {
+                return Err(format!(
+                    "floor: rank {rank} scored {score} < {floor} (blocks it held throughout) for {query:?}"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Number of leading blocks of the query `locals` inside `blocks`.
+pub fn prefix_within(
+    locals: &[LocalBlockHash],
+    blocks: &FxHashSet<ExternalSequenceBlockHash>,
+) -> usize {
+    let mut parent = None;
+    for (depth, &local) in locals.iter().enumerate() {
+        let hash = chain_hash(parent, local);
+        if !blocks.contains(&hash) {
+            return depth;
+        }
+        parent = Some(hash);
+    }
+    locals.len()
+}
