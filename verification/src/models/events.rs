@@ -2,7 +2,7 @@
 //! removals under a prefix of raw locals), the models' tree configuration,
 //! and applying an event that must be accepted.
 
-use crate::chain::{chain_hash, chained, tail_hash};
+use crate::chain::{chained, tail_hash};
 use crate::property::Property;
 use crtc::tree::SweepPolicy;
 use crtc::types::{ExternalSequenceBlockHash, LocalBlockHash, RouterEvent, WorkerWithDpRank};
@@ -38,14 +38,9 @@ pub fn query(locals: &[u64]) -> Vec<LocalBlockHash> {
 
 /// The external hashes of the sequence `locals` from the root.
 pub fn sequence(locals: &[u64]) -> Vec<ExternalSequenceBlockHash> {
-    let mut parent = None;
-    locals
-        .iter()
-        .map(|&l| {
-            let hash = chain_hash(parent, LocalBlockHash(l));
-            parent = Some(hash);
-            hash
-        })
+    chained(None, locals)
+        .into_iter()
+        .map(|p| p.external)
         .collect()
 }
 

@@ -71,9 +71,9 @@ pub fn median(values: &[f64]) -> Option<f64> {
     }
 }
 
-/// One row for the repeats of one configuration (see the module docs); the
-/// other fields (events, lookups, samples) are the first repeat's. `None`
-/// when `rows` is empty.
+/// One row for the repeats of one configuration (see the module docs);
+/// `elapsed_s` is the repeats' total, and the other fields (events, lookups,
+/// samples) are the first repeat's. `None` when `rows` is empty.
 pub fn summarise(rows: &[Row]) -> Option<Row> {
     let mut summary = rows.first()?.clone();
     summary.repeats = rows.len();
