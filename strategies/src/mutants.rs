@@ -11,10 +11,10 @@
 //! model that does not fail on a mutant is too weak; the verification
 //! suites assert that every mutant of their gate's list is caught. The
 //! per-gate lists ([`Mutant::RWLOCK`], [`Mutant::SEQLOCK`],
-//! [`Mutant::EPOCH`]) are what the gate suites run; [`Mutant::AWAITING_MODELS`]
-//! holds the mutants no suite runs yet because the model that must catch
-//! them is not built (a precise grace-period reclaimer under the tree
-//! models, a cross-lane read-your-writes race).
+//! [`Mutant::EPOCH`]) and the tree's ([`Mutant::TREE`], run under every
+//! gate) are what the suites run; [`Mutant::AWAITING_MODELS`] holds the
+//! mutants no suite runs yet because the model that must catch them is not
+//! built (a cross-lane read-your-writes race).
 
 use crate::checker_state;
 use crate::gate::{append_eligibility, AppendMiss};
@@ -88,7 +88,9 @@ pub enum Mutant {
     /// races a decode append on the same leaf (no lost or misplaced block).
     SeqlockAppendWithoutPlanBump = 17,
     /// Epoch: a successful fast-path append does not bump the plan counter.
-    /// Property: as [`Mutant::SeqlockAppendWithoutPlanBump`].
+    /// Property: as [`Mutant::SeqlockAppendWithoutPlanBump`]; in the epoch
+    /// suite, whose L4b runs a reader, the stale extension first shows as a
+    /// read crediting B with A's block (read bounds, C1).
     EpochAppendWithoutPlanBump = 18,
     /// Epoch: a reader follows the buffer's live length past its snapshot's
     /// own length without re-loading the gate's pointer, so it may combine
@@ -116,14 +118,18 @@ impl Mutant {
         Mutant::TailCheckOutsideSection,
     ];
 
+    /// The mutants of the tree around the gates (run under every gate).
+    pub const TREE: [Mutant; 1] = [Mutant::SweepFreesBeforeGrace];
+
     /// The mutants of the seqlock gate.
-    pub const SEQLOCK: [Mutant; 6] = [
+    pub const SEQLOCK: [Mutant; 7] = [
         Mutant::NoReaderAcquireFence,
         Mutant::NoWriterReleaseFence,
         Mutant::LenBeforePairs,
         Mutant::DemotingAppendWithoutBump,
         Mutant::SplitWithoutBump,
         Mutant::SeqlockAppendWithoutPlanBump,
+        Mutant::SeqlockRetireBeforeUnpublish,
     ];
 
     /// The mutants of the epoch gate.
@@ -136,16 +142,10 @@ impl Mutant {
         Mutant::EpochUnvalidatedLiveLength,
     ];
 
-    /// Mutants no suite runs yet: two that free memory a reader may still
-    /// hold (they need the grace-period reclaimer under the tree models,
-    /// with sweeps on), and the epoch reader's use of a replaced snapshot's
-    /// length (it needs a model of one lane's pure append racing another
-    /// lane's coverage raise).
-    pub const AWAITING_MODELS: [Mutant; 3] = [
-        Mutant::SeqlockRetireBeforeUnpublish,
-        Mutant::SweepFreesBeforeGrace,
-        Mutant::EpochReadsReplacedSnapshotLength,
-    ];
+    /// Mutants no suite runs yet: the epoch reader's use of a replaced
+    /// snapshot's length (it needs a model of one lane's pure append racing
+    /// another lane's coverage raise).
+    pub const AWAITING_MODELS: [Mutant; 1] = [Mutant::EpochReadsReplacedSnapshotLength];
 
     /// Every mutant, for lookups by name or id.
     pub const ALL: [Mutant; 20] = [
@@ -195,8 +195,8 @@ impl Mutant {
 }
 
 /// The RwLock gate's append under the active mutant; `None` runs the real code.
-pub(crate) fn rwlock_append(
-    gate: &RwLockGate,
+pub(crate) fn rwlock_append<R: crate::reclaim::Reclaim>(
+    gate: &RwLockGate<R>,
     slot: Slot,
     parent: ExternalSequenceBlockHash,
     blocks: &[BlockPair],

@@ -17,20 +17,24 @@
 
 use crate::gate::{append_eligibility, AppendMiss, Commit, ShapeGate, Stale, Version};
 use crate::hash::{BlockPair, ExternalSequenceBlockHash, Slot};
-use crate::reclaim::DefaultReclaim;
+use crate::reclaim::{DefaultReclaim, Reclaim};
 use crate::shape::{append_demoting, PlainShape, ShapeInit};
 use crate::sync::atomic::{AtomicU64, Ordering};
 use crate::sync::{RwLock, RwLockWriteGuard};
+use std::marker::PhantomData;
 
-/// The RwLock strategy: shape gate + state lock + version.
+/// The RwLock strategy: shape gate + state lock + version. `R` reclaims
+/// what the tree retires around the gate (child maps, unlinked nodes); the
+/// gate itself frees nothing readers may hold.
 #[derive(Debug)]
-pub struct RwLockGate {
+pub struct RwLockGate<R: Reclaim = DefaultReclaim> {
     pub(crate) gate: RwLock<()>,
     version: AtomicU64,
     pub(crate) state: RwLock<PlainShape>,
+    reclaim: PhantomData<fn() -> R>,
 }
 
-impl RwLockGate {
+impl<R: Reclaim> RwLockGate<R> {
     fn check(&self, version: Option<Version>) -> Result<(), Stale> {
         // Relaxed: the caller holds the shape gate, which orders every write.
         match version {
@@ -53,54 +57,55 @@ impl RwLockGate {
 // fast-path append bumps it. (4) readers hold `state` for reading, so they see
 // the state between two write sections. (5) the plain shape is only replaced
 // under the write lock, which no reader holds at that time.
-unsafe impl ShapeGate for RwLockGate {
+unsafe impl<R: Reclaim> ShapeGate for RwLockGate<R> {
     const NAME: &'static str = "rwlock";
     const READ_PATH: crate::gate::ReadPath = crate::gate::ReadPath::Lock;
     type View<'a> = PlainShape;
     type Writer<'a> = PlainShape;
-    type Reclaim = DefaultReclaim;
+    type Reclaim = R;
 
     fn new(init: ShapeInit) -> Self {
         Self {
             gate: RwLock::new(()),
             version: AtomicU64::new(0),
             state: RwLock::new(PlainShape::new(init)),
+            reclaim: PhantomData,
         }
     }
 
     #[inline]
-    fn read<R>(&self, mut f: impl FnMut(&PlainShape) -> R) -> R {
+    fn read<T>(&self, mut f: impl FnMut(&PlainShape) -> T) -> T {
         f(&self.state.read())
     }
 
-    fn plan<R>(&self, mut f: impl FnMut(&PlainShape) -> R) -> (R, Version) {
+    fn plan<T>(&self, mut f: impl FnMut(&PlainShape) -> T) -> (T, Version) {
         let _gate = self.gate.read();
         // Relaxed: the shared gate excludes the only writers of the version.
         let version = Version(self.version.load(Ordering::Relaxed));
         (f(&self.state.read()), version)
     }
 
-    fn shared<R>(&self, version: Option<Version>, f: impl FnOnce() -> R) -> Result<R, Stale> {
+    fn shared<T>(&self, version: Option<Version>, f: impl FnOnce() -> T) -> Result<T, Stale> {
         let _gate = self.gate.read();
         self.check(version)?;
         Ok(f())
     }
 
-    fn shared_commit<R>(
+    fn shared_commit<T>(
         &self,
         version: Option<Version>,
-        f: impl FnOnce(&mut PlainShape) -> R,
-    ) -> Result<R, Stale> {
+        f: impl FnOnce(&mut PlainShape) -> T,
+    ) -> Result<T, Stale> {
         let _gate = self.gate.read();
         self.check(version)?;
         Ok(f(&mut self.state.write()))
     }
 
-    fn exclusive_commit<R>(
+    fn exclusive_commit<T>(
         &self,
         version: Option<Version>,
-        f: impl FnOnce(&mut PlainShape) -> Commit<R>,
-    ) -> Result<R, Stale> {
+        f: impl FnOnce(&mut PlainShape) -> Commit<T>,
+    ) -> Result<T, Stale> {
         let gate = self.gate.write();
         self.check(version)?;
         let commit = f(&mut self.state.write());

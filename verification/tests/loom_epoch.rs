@@ -2,28 +2,30 @@
 //! instantiated from `crtc_verification::models` (see `loom_rwlock.rs` for
 //! the list):
 //!
-//! - L1–L4 on the real tree with `DefaultEpochGate`, whose reclaimer in
-//!   checker builds is the facade's checker reclaimer (deferred frees run
-//!   once no thread is pinned);
-//! - the gate-level models with `EpochGate<GraceReclaim>`: the grace-period
-//!   reclaimer frees as soon as every pin older than the retire ended (the
-//!   real epoch rule), and this binary installs the quarantining allocator,
-//!   so a snapshot retired while still reachable fails the model instead of
-//!   being read after it was freed (`models::grace`).
+//! - L1–L4 on the real tree and the gate-level models, all with
+//!   `EpochGate<GraceReclaim>`: the grace-period reclaimer frees as soon as
+//!   every pin older than the retire ended (the real epoch rule), and this
+//!   binary installs the quarantining allocator, so a snapshot retired while
+//!   still reachable fails the model instead of being read after it was
+//!   freed (`models::grace`);
+//! - the sweep models U1 and U2 (`models::unlink`), over the same gate.
 //!
-//! Negative controls: the four epoch mutants (a Relaxed snapshot
+//! Negative controls: the six epoch mutants (a Relaxed snapshot
 //! publication, a retire before the unlink, `len` before the pairs, writers
-//! without the per-node exclusion), each in a child process, each caught by
-//! a gate-level model.
+//! without the per-node exclusion, a fast append without a plan bump, a
+//! live length followed without re-validation) and the tree's sweep that
+//! frees before the grace period, each in a child process, each caught by
+//! the property its catcher names.
 
 #![cfg(all(crtc_loom, feature = "epoch"))]
 
 use crtc_strategies::epoch::READ_FALLBACKS;
 use crtc_strategies::mutants::Mutant;
-use crtc_strategies::{DefaultEpochGate, EpochGate};
+use crtc_strategies::EpochGate;
 use crtc_verification::models::gate::{self, GateModel};
 use crtc_verification::models::grace::{self, GraceReclaim, QuarantineAlloc};
 use crtc_verification::models::tree::{Budget, Model, Reads};
+use crtc_verification::models::unlink::UnlinkModel;
 use crtc_verification::models::{Catch, Property, Suite};
 
 #[global_allocator]
@@ -31,10 +33,8 @@ static ALLOC: QuarantineAlloc = QuarantineAlloc;
 
 crtc_verification::loom_explorer!(Loom);
 
-/// The tree models' gate (checker reclaimer).
-type G = DefaultEpochGate;
-/// The gate-level models' gate (grace-period reclaimer).
-type GG = EpochGate<GraceReclaim>;
+/// Every model's gate (grace-period reclaimer).
+type G = EpochGate<GraceReclaim>;
 
 fn suite() -> Suite {
     assert!(
@@ -46,7 +46,8 @@ fn suite() -> Suite {
         .iter()
         .map(|m| m.named::<G>(Loom, budget))
         .collect();
-    models.extend(gate::named::<GG, _>(&Loom, &GateModel::ALL));
+    models.extend(gate::named::<G, _>(&Loom, &GateModel::ALL));
+    models.extend(UnlinkModel::ALL.iter().map(|m| m.named::<G>(Loom)));
     Suite {
         checker: "loom",
         gate: "epoch",
@@ -59,20 +60,24 @@ crtc_verification::loom_gate_tests! {
     gate: G,
     explorer: Loom,
     retries: || (0, READ_FALLBACKS.get()),
-    mutants: Mutant::EPOCH,
+    mutants: [&Mutant::EPOCH[..], &Mutant::TREE[..]].concat(),
     catchers: |mutant| match mutant {
         Mutant::EpochRelaxedPublish => Catch::new(Property::RaceFree, &["demote", "split"]),
         Mutant::EpochRetireBeforeUnlink => {
             Catch::new(Property::NoFreeWhileHeld, &["demote", "demote_in_place"])
         }
         Mutant::EpochLenBeforePairs => Catch::new(Property::AtomicRead, &["pure_append", "demote_in_place"]),
-        Mutant::EpochAppendWithoutPlanBump => Catch::new(Property::SerialOutcome, &["L4b"]),
+        // The stale plan extends B over A's block: the concurrent reader
+        // credits B with a block it never stored (C1) before the final
+        // state is checked.
+        Mutant::EpochAppendWithoutPlanBump => Catch::new(Property::ReadBounds, &["L4b"]),
         Mutant::EpochUnvalidatedLiveLength => {
             Catch::new(Property::AtomicRead, &["demote_in_place", "demote"])
         }
         Mutant::EpochUnexcludedWriters => {
             Catch::new(Property::NoFreeWhileHeld, &["two_appenders", "L4a"])
         }
+        Mutant::SweepFreesBeforeGrace => Catch::new(Property::NoFreeWhileHeld, &["U1"]),
         other => unreachable!("{other:?} is not a mutant of this gate"),
     },
 }

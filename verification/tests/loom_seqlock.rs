@@ -12,10 +12,17 @@
 //! whole; L2–L4 run their writers alone (`CRTC_LOOM_READS=first|all` adds
 //! the reader), and L2 is capped (`CRTC_LOOM_CAP=0` lifts it).
 //!
-//! Negative controls: the five seqlock mutants (no Acquire fence in the
+//! Every model runs over `SeqlockGate<GraceReclaim>` with the quarantining
+//! allocator (`models::grace`), so an out-of-line array freed while a
+//! pinned reader holds it fails the model; the sweep models U1 and U2 run
+//! the stale-leaf sweep against a reader and a store (`models::unlink`).
+//!
+//! Negative controls: the seven seqlock mutants (no Acquire fence in the
 //! reader, no Release fence after the writer locks, `len` before the pairs,
-//! a demoting append or a split without a version bump), each in a child
-//! process, each caught by a gate-level model (or L1/L2). The pure-append
+//! a demoting append or a split without a version bump, a fast append
+//! without a plan bump, an array retired before it is unpublished) and the
+//! tree's sweep that frees before the grace period, each in a child
+//! process, each caught by the property its catcher names. The pure-append
 //! model also checks that a pure append never makes a reader restart.
 
 #![cfg(all(crtc_loom, feature = "seqlock"))]
@@ -24,12 +31,21 @@ use crtc_strategies::mutants::Mutant;
 use crtc_strategies::seqlock::{OPTIMISTIC_RESTARTS, PESSIMISTIC_FALLBACKS};
 use crtc_strategies::SeqlockGate;
 use crtc_verification::models::gate::{self, GateModel};
+use crtc_verification::models::grace::{self, GraceReclaim, QuarantineAlloc};
 use crtc_verification::models::tree::{Budget, Model, Reads};
+use crtc_verification::models::unlink::UnlinkModel;
 use crtc_verification::models::{Catch, Property, Suite};
+
+#[global_allocator]
+static ALLOC: QuarantineAlloc = QuarantineAlloc;
 
 crtc_verification::loom_explorer!(Loom);
 
-type G = SeqlockGate;
+/// Every model's gate: the grace-period reclaimer frees as soon as every
+/// pin older than the retire ended, and the quarantining allocator makes a
+/// free while a pinned thread holds the block fail the model
+/// (`models::grace`).
+type G = SeqlockGate<GraceReclaim>;
 
 /// What CI explores per tree model. The reader models (L1, L2r, L3r) are
 /// explored whole. L2–L4 run their writers without the concurrent reader
@@ -51,11 +67,16 @@ fn budget(model: Model) -> Budget {
 const L2_CAP: u64 = 120_000;
 
 fn suite() -> Suite {
+    assert!(
+        grace::quarantine_installed(),
+        "the quarantining allocator is not installed"
+    );
     let mut models: Vec<_> = Model::ALL
         .iter()
         .map(|&m| m.named::<G>(Loom, budget(m).from_env()))
         .collect();
     models.extend(gate::named::<G, _>(&Loom, &GateModel::ALL));
+    models.extend(UnlinkModel::ALL.iter().map(|m| m.named::<G>(Loom)));
     Suite {
         checker: "loom",
         gate: "seqlock",
@@ -68,7 +89,7 @@ crtc_verification::loom_gate_tests! {
     gate: G,
     explorer: Loom,
     retries: || (OPTIMISTIC_RESTARTS.get(), PESSIMISTIC_FALLBACKS.get()),
-    mutants: Mutant::SEQLOCK,
+    mutants: [&Mutant::SEQLOCK[..], &Mutant::TREE[..]].concat(),
     catchers: |mutant| match mutant {
         Mutant::NoReaderAcquireFence => Catch::new(Property::AtomicRead, &["split", "demote"]),
         Mutant::NoWriterReleaseFence => Catch::new(Property::AtomicRead, &["split", "demote"]),
@@ -78,6 +99,10 @@ crtc_verification::loom_gate_tests! {
         }
         Mutant::SplitWithoutBump => Catch::new(Property::AtomicRead, &["split", "L2"]),
         Mutant::SeqlockAppendWithoutPlanBump => Catch::new(Property::SerialOutcome, &["L4b"]),
+        Mutant::SeqlockRetireBeforeUnpublish => {
+            Catch::new(Property::NoFreeWhileHeld, &["pure_grow"])
+        }
+        Mutant::SweepFreesBeforeGrace => Catch::new(Property::NoFreeWhileHeld, &["U1"]),
         other => unreachable!("{other:?} is not a mutant of this gate"),
     },
 }

@@ -149,13 +149,13 @@ impl<R: Reclaim> SeqlockGate<R> {
     }
 
     /// One optimistic attempt; `None` if it must be retried.
-    fn optimistic<T>(&self, pin: &R::Guard, f: &mut impl FnMut(&View<'_>) -> T) -> Option<T> {
+    fn optimistic<T>(&self, pin: &R::Guard, f: &mut impl FnMut(&View<'_, R>) -> T) -> Option<T> {
         // Acquire: pairs with a writer's Release unlock.
         let before = self.word.load(Ordering::Acquire);
         if before & STRUCT_LOCK != 0 {
             return None;
         }
-        let result = f(&View::new::<R>(&self.payload, pin));
+        let result = f(&View::new(&self.payload, pin));
         // Acquire: pairs with a structural writer's Release fence (see above).
         if !mutant!(NoReaderAcquireFence) {
             fence(Ordering::Acquire);
@@ -168,7 +168,7 @@ impl<R: Reclaim> SeqlockGate<R> {
     /// A validated read, optimistic first, pessimistic after too many restarts.
     fn validated<T>(
         &self,
-        mut f: impl FnMut(&View<'_>) -> T,
+        mut f: impl FnMut(&View<'_, R>) -> T,
         mut before: impl FnMut() -> u64,
     ) -> (T, u64) {
         let pin = R::pin();
@@ -183,7 +183,7 @@ impl<R: Reclaim> SeqlockGate<R> {
         PESSIMISTIC_FALLBACKS.bump();
         let unlocked = self.lock();
         let token = before();
-        let result = f(&View::new::<R>(&self.payload, &pin));
+        let result = f(&View::new(&self.payload, &pin));
         self.unlock(unlocked, false);
         (result, token)
     }
@@ -201,7 +201,7 @@ impl<R: Reclaim> SeqlockGate<R> {
 unsafe impl<R: Reclaim> ShapeGate for SeqlockGate<R> {
     const NAME: &'static str = "seqlock";
     const READ_PATH: crate::gate::ReadPath = crate::gate::ReadPath::Optimistic;
-    type View<'a> = View<'a>;
+    type View<'a> = View<'a, R>;
     type Writer<'a> = Writer<'a, R>;
     type Reclaim = R;
 
@@ -214,11 +214,11 @@ unsafe impl<R: Reclaim> ShapeGate for SeqlockGate<R> {
         }
     }
 
-    fn read<T>(&self, f: impl FnMut(&View<'_>) -> T) -> T {
+    fn read<T>(&self, f: impl FnMut(&View<'_, R>) -> T) -> T {
         self.validated(f, || 0).0
     }
 
-    fn plan<T>(&self, f: impl FnMut(&View<'_>) -> T) -> (T, Version) {
+    fn plan<T>(&self, f: impl FnMut(&View<'_, R>) -> T) -> (T, Version) {
         // Acquire: a plan that sees a version sees the payload it covers.
         let (result, version) = self.validated(f, || self.plan.load(Ordering::Acquire));
         (result, Version(version))

@@ -24,6 +24,7 @@ use crate::hash::{BlockPair, ExternalSequenceBlockHash, LocalBlockHash, Slot};
 use crate::reclaim::Reclaim;
 use crate::shape::{ShapeInit, ShapeRead, ShapeWrite};
 use crate::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::marker::PhantomData;
 
 const INTERNAL: u8 = 1;
 const ANCHOR: u8 = 2;
@@ -156,7 +157,7 @@ impl Payload {
 
     /// Approximate bytes held.
     pub(super) fn footprint<R: Reclaim>(&self, pin: &R::Guard) -> usize {
-        let view = View::new::<R>(self, pin);
+        let view = View::<R>::new(self, pin);
         std::mem::size_of::<Self>()
             + view.edge.map_or(0, |e| e.0.capacity() * 8)
             + view.index.map_or(0, AtomicIndex::bytes)
@@ -186,30 +187,34 @@ unsafe fn drop_ptr<T>(ptr: *mut T) {
     }
 }
 
-/// Dereferences a published pointer.
+/// Dereferences a published pointer, loaded through `R`'s protection.
 ///
 /// # Safety
-/// The caller is pinned for `'a` (a guard of the gate's reclaimer lives at
-/// least that long), so a replaced pointee is not freed while the reference
-/// lives.
-unsafe fn deref<'a, T>(ptr: &AtomicPtr<T>) -> Option<&'a T> {
-    // Acquire: pairs with the Release publication of the pointee.
-    let raw = ptr.load(Ordering::Acquire);
+/// The caller is pinned for `'a` (a guard of `R`, the reclaimer the gate
+/// retires through, lives at least that long), so a replaced pointee is not
+/// freed while the reference lives.
+unsafe fn deref<'a, R: Reclaim, T>(ptr: &AtomicPtr<T>) -> Option<&'a T> {
+    // `protect`: at least Acquire (pairs with the Release publication of the
+    // pointee), and whatever more the backend's protection needs.
+    let raw = R::protect(ptr);
     // SAFETY: non-null pointers are live boxes (see the function contract).
     unsafe { raw.as_ref() }
 }
 
 /// A reader's (or writer's) view of a seqlock node: the out-of-line arrays
 /// loaded once, borrowed for as long as the pin the view was made under.
-pub struct View<'a> {
+pub struct View<'a, R: Reclaim> {
     payload: &'a Payload,
     len: usize,
     edge: Option<&'a EdgeBuf>,
     index: Option<&'a AtomicIndex>,
     cutoffs: Option<&'a CutoffBuf>,
+    /// The reclaimer whose pin the view lives under (it loads the full-bit
+    /// chunks lazily, through `R::protect`).
+    reclaim: PhantomData<fn() -> R>,
 }
 
-impl std::fmt::Debug for View<'_> {
+impl<R: Reclaim> std::fmt::Debug for View<'_, R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("View")
             .field("len", &self.len)
@@ -225,17 +230,18 @@ impl<R: Reclaim> std::fmt::Debug for Writer<'_, R> {
     }
 }
 
-impl<'a> View<'a> {
+impl<'a, R: Reclaim> View<'a, R> {
     /// Loads the view under `_pin`, which outlives it.
-    pub(super) fn new<R: Reclaim>(payload: &'a Payload, _pin: &'a R::Guard) -> Self {
+    pub(super) fn new(payload: &'a Payload, _pin: &'a R::Guard) -> Self {
         // SAFETY: `_pin` is a pin of the reclaimer the gate retires through,
         // alive for `'a`.
-        let cutoffs = unsafe { deref(&payload.cutoffs) };
+        let cutoffs = unsafe { deref::<R, _>(&payload.cutoffs) };
         // Acquire: pairs with the Release store of an appended length, so the
         // pairs below it are visible.
         let len = payload.len.load(Ordering::Acquire) as usize;
         // SAFETY: as above.
-        let (edge, index) = unsafe { (deref(&payload.edge), deref(&payload.index)) };
+        let (edge, index) =
+            unsafe { (deref::<R, _>(&payload.edge), deref::<R, _>(&payload.index)) };
         let capacity = edge.map_or(0, |e| e.0.capacity() / 2);
         Self {
             payload,
@@ -243,6 +249,7 @@ impl<'a> View<'a> {
             edge,
             index,
             cutoffs,
+            reclaim: PhantomData,
         }
     }
 
@@ -253,7 +260,7 @@ impl<'a> View<'a> {
     }
 }
 
-impl ShapeRead for View<'_> {
+impl<R: Reclaim> ShapeRead for View<'_, R> {
     #[inline]
     fn len(&self) -> usize {
         self.len
@@ -306,14 +313,13 @@ impl ShapeRead for View<'_> {
             // Relaxed: ordered after the view's Acquire loads; validated.
             Some(word) => word.load(Ordering::Relaxed),
             // SAFETY: the view lives no longer than the pin it was made under.
-            None => {
-                unsafe { deref(&self.payload.chunks) }.map_or(0, |c| c.get(index - INLINE_WORDS))
-            }
+            None => unsafe { deref::<R, _>(&self.payload.chunks) }
+                .map_or(0, |c| c.get(index - INLINE_WORDS)),
         }
     }
     fn full_word_count(&self) -> usize {
         // SAFETY: as above.
-        INLINE_WORDS + unsafe { deref(&self.payload.chunks) }.map_or(0, |c| c.capacity())
+        INLINE_WORDS + unsafe { deref::<R, _>(&self.payload.chunks) }.map_or(0, |c| c.capacity())
     }
     fn for_each_cutoff(&self, mut f: impl FnMut(Slot, u32)) {
         self.cutoff_entries().for_each(|(s, k)| f(s, k));
@@ -329,7 +335,7 @@ impl ShapeRead for View<'_> {
 /// A writer of a seqlock node: the view plus mutators, retiring what it
 /// replaces through `R`. Exists only under the gate's writer lock.
 pub struct Writer<'a, R: Reclaim> {
-    view: View<'a>,
+    view: View<'a, R>,
     pin: &'a R::Guard,
 }
 
@@ -337,7 +343,7 @@ impl<'a, R: Reclaim> Writer<'a, R> {
     /// A writer over `payload` under `pin`. The caller holds the writer lock.
     pub(super) fn new(payload: &'a Payload, pin: &'a R::Guard) -> Self {
         Self {
-            view: View::new::<R>(payload, pin),
+            view: View::new(payload, pin),
             pin,
         }
     }
@@ -367,7 +373,7 @@ impl<'a, R: Reclaim> Writer<'a, R> {
     }
 
     fn refresh(&mut self) {
-        self.view = View::new::<R>(self.view.payload, self.pin);
+        self.view = View::new(self.view.payload, self.pin);
     }
 
     fn edge_pairs(&self) -> Vec<BlockPair> {
@@ -509,7 +515,7 @@ impl<R: Reclaim> ShapeWrite for Writer<'_, R> {
         }
         let extra = word - INLINE_WORDS;
         // SAFETY: the writer is pinned for its lifetime (`Writer::new`).
-        let chunks = unsafe { deref(&self.view.payload.chunks) };
+        let chunks = unsafe { deref::<R, _>(&self.view.payload.chunks) };
         if chunks.is_none_or(|c| c.capacity() <= extra) {
             let grown = Words::zeroed((extra + 1).next_power_of_two().max(4));
             (0..chunks.map_or(0, |c| c.capacity()))
@@ -518,7 +524,7 @@ impl<R: Reclaim> ShapeWrite for Writer<'_, R> {
         }
         // SAFETY: the writer is pinned for its lifetime (and holds the lock,
         // so only it replaces the pointer, just published above).
-        let chunks = unsafe { deref(&self.view.payload.chunks) };
+        let chunks = unsafe { deref::<R, _>(&self.view.payload.chunks) };
         let before = chunks.map_or(0, |c| c.get(extra));
         chunks.into_iter().for_each(|c| c.set(extra, before | bit));
         before & bit == 0
@@ -531,7 +537,7 @@ impl<R: Reclaim> ShapeWrite for Writer<'_, R> {
             return inline.fetch_and(!bit, Ordering::Relaxed) & bit != 0;
         }
         // SAFETY: the writer is pinned for its lifetime (`Writer::new`).
-        let chunks = unsafe { deref(&self.view.payload.chunks) };
+        let chunks = unsafe { deref::<R, _>(&self.view.payload.chunks) };
         let before = chunks.map_or(0, |c| c.get(word - INLINE_WORDS));
         chunks
             .into_iter()

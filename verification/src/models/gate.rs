@@ -97,6 +97,10 @@ pub enum GateModel {
     DemoteInPlace,
     /// A reader vs a pure (non-demoting) in-place append.
     PureAppend,
+    /// A reader vs a pure append that needs a new buffer: the seqlock gate
+    /// replaces the edge buffer while readers run (a monotone write), so the
+    /// old buffer's retirement races the reader's load of it.
+    PureGrow,
     /// Two appenders on one node.
     TwoAppenders,
 }
@@ -114,11 +118,12 @@ struct Start {
 
 impl GateModel {
     /// Every model.
-    pub const ALL: [GateModel; 5] = [
+    pub const ALL: [GateModel; 6] = [
         GateModel::Split,
         GateModel::Demote,
         GateModel::DemoteInPlace,
         GateModel::PureAppend,
+        GateModel::PureGrow,
         GateModel::TwoAppenders,
     ];
 
@@ -129,6 +134,7 @@ impl GateModel {
             GateModel::Demote => "demote",
             GateModel::DemoteInPlace => "demote_in_place",
             GateModel::PureAppend => "pure_append",
+            GateModel::PureGrow => "pure_grow",
             GateModel::TwoAppenders => "two_appenders",
         }
     }
@@ -140,6 +146,7 @@ impl GateModel {
             GateModel::Demote => "torn read vs demoting append, new buffer",
             GateModel::DemoteInPlace => "torn read vs demoting append, in place",
             GateModel::PureAppend => "reader vs pure append, in place",
+            GateModel::PureGrow => "reader vs pure append, new buffer",
             GateModel::TwoAppenders => "two appenders on one node",
         }
     }
@@ -154,6 +161,7 @@ impl GateModel {
             }
             GateModel::DemoteInPlace => (true, true),
             GateModel::PureAppend => (true, false),
+            GateModel::PureGrow => (false, false),
         };
         Start {
             init: ShapeInit {
@@ -189,7 +197,7 @@ impl GateModel {
                 split_at(&mut after, 2);
                 vec![after]
             }
-            GateModel::Demote | GateModel::DemoteInPlace => {
+            GateModel::Demote | GateModel::DemoteInPlace | GateModel::PureGrow => {
                 let mut after = before.clone();
                 let next = after.len() as u64 + 1;
                 append_demoting(&mut after, S0, &[pair(next)]);

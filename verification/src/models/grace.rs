@@ -26,10 +26,17 @@
 //!   holding a freed block fails the model ("freed while a pinned reader
 //!   holds it"), before that reader can touch it again.
 //!
+//! - A block a pinned thread loaded through `protect` that is freed *outside*
+//!   the reclaimer (code that drops what it should have retired) fails the
+//!   model at the next reclaimer call of any thread ("freed outside the
+//!   reclaimer while a pinned thread holds it").
+//!
 //! Knowing what a deferred function frees needs the allocator: a test binary
 //! installs [`QuarantineAlloc`] as its global allocator, and while deferred
 //! work runs, every deallocation is held back (the block stays allocated,
-//! recorded as freed) instead of returned to the system. Held blocks are
+//! recorded as freed) instead of returned to the system. Outside deferred
+//! work, the allocator holds back only the blocks pinned threads loaded (the
+//! reclaimer keeps that list, `quarantine::watch`), and records the free. Held blocks are
 //! released at the end of each execution ([`end_execution`]), so an address
 //! is never reused while a reader could still compare against it, and a
 //! freed block is never actually accessed: the checks fail the model first.
@@ -45,8 +52,8 @@
 
 use crate::property::Property;
 use crate::violated;
-use crtc_strategies::sync::atomic::{fence, AtomicPtr, Ordering};
-use crtc_strategies::sync::{spin_loop, thread};
+use crtc_strategies::sync::atomic::{fence, AtomicPtr, AtomicU64, Ordering};
+use crtc_strategies::sync::{spin_loop, thread, Arc};
 use crtc_strategies::Reclaim;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::{Cell, RefCell};
@@ -92,6 +99,26 @@ struct State {
 
 thread_local! {
     static STATE: RefCell<State> = RefCell::new(State::default());
+    /// The grace clock of the running execution (see [`synchronize`]).
+    static CLOCK: RefCell<Option<Arc<AtomicU64>>> = const { RefCell::new(None) };
+    /// Blocks deferred work freed in the executions ended since the last
+    /// [`take_freed`].
+    static FREED_TOTAL: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Orders everything before the last guard drop before what follows: a
+/// read-modify-write on the execution's clock, which every guard drop and
+/// every run of deferred work makes. The bookkeeping above is invisible to
+/// the checker, so without the clock a deferred free would race the loads
+/// the reader made before it unpinned; a real reclaimer orders them through
+/// its own atomics (crossbeam's epoch and pin words).
+fn synchronize() {
+    let clock = CLOCK.with(|c| c.borrow().clone());
+    if let Some(clock) = clock {
+        // AcqRel: a read-modify-write reads the last value, so each one
+        // synchronizes with every earlier one (unpin before free).
+        clock.fetch_add(1, Ordering::AcqRel);
+    }
 }
 
 fn with_state<T>(f: impl FnOnce(&mut State) -> T) -> T {
@@ -137,6 +164,7 @@ unsafe impl Reclaim for GraceReclaim {
     }
 
     fn protect<T>(ptr: &AtomicPtr<T>) -> *mut T {
+        check_direct_frees();
         // Acquire: pairs with the Release publication of the pointee.
         let loaded = ptr.load(Ordering::Acquire);
         let address = loaded as usize;
@@ -148,7 +176,13 @@ unsafe impl Reclaim for GraceReclaim {
             );
         }
         let me = current_thread();
-        with_state(|s| s.loaded.push((me, address)));
+        with_state(|s| {
+            let entry = (me, address);
+            if !s.loaded.contains(&entry) {
+                s.loaded.push(entry);
+                watch_loaded(s);
+            }
+        });
         loaded
     }
 
@@ -166,12 +200,17 @@ unsafe impl Reclaim for GraceReclaim {
 
 impl Drop for GraceGuard {
     fn drop(&mut self) {
+        if !std::thread::panicking() {
+            check_direct_frees();
+            synchronize();
+        }
         let me = current_thread();
         with_state(|s| {
             s.active.retain(|(id, _)| *id != self.id);
             if !s.active.iter().any(|(_, t)| *t == me) {
                 s.loaded.retain(|(t, _)| *t != me);
             }
+            watch_loaded(s);
         });
         if !std::thread::panicking() {
             run_ready();
@@ -179,9 +218,29 @@ impl Drop for GraceGuard {
     }
 }
 
+/// Tells the allocator which blocks pinned threads hold (every entry of
+/// `loaded` belongs to a pinned thread: a thread's entries go when its last
+/// pin ends).
+fn watch_loaded(s: &State) {
+    quarantine::watch(s.loaded.iter().map(|&(_, address)| address));
+}
+
+/// Fails the model if a block a pinned thread loaded was freed outside the
+/// reclaimer since the last check.
+fn check_direct_frees() {
+    if let Some(address) = quarantine::take_direct_free() {
+        violated!(
+            Property::NoFreeWhileHeld,
+            "grace reclaimer: {address:#x} was freed outside the reclaimer while a \
+             pinned thread held it (dropped instead of retired?)"
+        );
+    }
+}
+
 /// Runs every deferred function whose pins have all ended, and checks what
 /// they freed against the pointers still-pinned threads loaded.
 fn run_ready() {
+    check_direct_frees();
     loop {
         let ready: Vec<Pending> = with_state(|s| {
             let active: Vec<u64> = s.active.iter().map(|(id, _)| *id).collect();
@@ -194,6 +253,7 @@ fn run_ready() {
         if ready.is_empty() {
             return;
         }
+        synchronize();
         for pending in ready {
             let freed = quarantine::capture(pending.work);
             let held: Option<(ThreadKey, usize)> = with_state(|s| {
@@ -227,6 +287,11 @@ fn run_ready() {
 pub fn begin_execution() {
     let leftover = with_state(std::mem::take);
     leftover.pending.into_iter().for_each(std::mem::forget);
+    // A clock left by a failed execution belongs to that execution's
+    // checker state: leak it rather than touch it from this one.
+    std::mem::forget(CLOCK.with(|c| c.replace(Some(Arc::new(AtomicU64::new(0))))));
+    quarantine::watch(std::iter::empty());
+    quarantine::take_direct_free();
     quarantine::release();
 }
 
@@ -235,6 +300,8 @@ pub fn begin_execution() {
 /// returns `(deferred functions run, blocks they freed)`.
 pub fn end_execution() -> (u64, u64) {
     run_ready();
+    CLOCK.with(|c| c.borrow_mut().take());
+    quarantine::watch(std::iter::empty());
     let (active, pending, ran, freed) =
         with_state(|s| (s.active.len(), s.pending.len(), s.ran, s.freed));
     assert_eq!(
@@ -246,7 +313,16 @@ pub fn end_execution() -> (u64, u64) {
         "grace reclaimer: deferred work left at the end of the execution"
     );
     quarantine::release();
+    FREED_TOTAL.with(|t| t.set(t.get() + freed));
     (ran, freed)
+}
+
+/// The blocks deferred work freed in the executions ended on this thread
+/// since the last call: a model shows with it that its reclaimer really
+/// freed memory (a reclaimer that never frees cannot reveal a premature
+/// free).
+pub fn take_freed() -> u64 {
+    FREED_TOTAL.with(|t| t.replace(0))
 }
 
 /// Whether the test binary installed [`QuarantineAlloc`].
@@ -301,7 +377,17 @@ mod quarantine {
 
     /// Most blocks held per execution; more are freed normally (and the
     /// overflow is reported by `capture`).
-    const CAPACITY: usize = 256;
+    const CAPACITY: usize = 2048;
+
+    /// Most blocks pinned threads may hold at once; more fail the model.
+    const WATCH_CAPACITY: usize = 64;
+
+    struct Watched {
+        blocks: [usize; WATCH_CAPACITY],
+        len: usize,
+        /// The first watched block freed outside deferred work, if any.
+        direct_free: Option<usize>,
+    }
 
     struct Held {
         blocks: [(usize, usize, usize); CAPACITY],
@@ -313,6 +399,13 @@ mod quarantine {
     thread_local! {
         static INSTALLED: Cell<bool> = const { Cell::new(false) };
         static CAPTURING: Cell<bool> = const { Cell::new(false) };
+        static WATCHED: RefCell<Watched> = const {
+            RefCell::new(Watched {
+                blocks: [0; WATCH_CAPACITY],
+                len: 0,
+                direct_free: None,
+            })
+        };
         static HELD: RefCell<Held> = const {
             RefCell::new(Held {
                 blocks: [(0, 0, 0); CAPACITY],
@@ -331,10 +424,51 @@ mod quarantine {
         INSTALLED.with(Cell::get)
     }
 
+    /// Sets the blocks pinned threads hold.
+    pub(super) fn watch(addresses: impl Iterator<Item = usize>) {
+        WATCHED.with(|w| {
+            let mut watched = w.borrow_mut();
+            watched.len = 0;
+            for address in addresses {
+                assert!(
+                    watched.len < WATCH_CAPACITY,
+                    "grace reclaimer: more than {WATCH_CAPACITY} blocks held by pinned threads"
+                );
+                let len = watched.len;
+                watched.blocks[len] = address;
+                watched.len += 1;
+            }
+        });
+    }
+
+    /// The watched block freed outside deferred work since the last call.
+    pub(super) fn take_direct_free() -> Option<usize> {
+        WATCHED.with(|w| w.borrow_mut().direct_free.take())
+    }
+
+    /// Records a free of a watched block outside deferred work; returns
+    /// whether `address` is watched.
+    fn note_direct_free(address: usize) -> bool {
+        WATCHED
+            .try_with(|w| {
+                let Ok(mut watched) = w.try_borrow_mut() else {
+                    return false;
+                };
+                let hit = watched.blocks[..watched.len].contains(&address);
+                if hit && watched.direct_free.is_none() {
+                    watched.direct_free = Some(address);
+                }
+                hit
+            })
+            .unwrap_or(false)
+    }
+
     /// Holds `ptr` instead of freeing it if deferred work is running on
-    /// this thread; returns whether it did.
+    /// this thread, or if a pinned thread holds it (then the free is
+    /// recorded as a direct free); returns whether it did.
     pub(super) fn hold(ptr: *mut u8, layout: Layout) -> bool {
-        if !CAPTURING.try_with(Cell::get).unwrap_or(false) {
+        let capturing = CAPTURING.try_with(Cell::get).unwrap_or(false);
+        if !capturing && !note_direct_free(ptr as usize) {
             return false;
         }
         HELD.try_with(|h| {

@@ -13,6 +13,8 @@
 //! - [`grace`]: a precise grace-period reclaimer for the checkers, with a
 //!   quarantining allocator that turns a premature free into a model failure;
 //! - [`sweep`] (loom): the one-in-flight sweep scheduling of `SweepTrigger`;
+//! - [`unlink`] (loom): the stale-leaf sweep on the real tree, racing a
+//!   reader and a store on the leaf it unlinks;
 //! - [`scenarios`] (shuttle): whole-tree scenarios checked against the
 //!   reference model, and the decode storm with reader retry statistics.
 //! - [`controls`]: negative controls, each run in a child process and
@@ -28,7 +30,7 @@
 //! dropped inside a model run.
 //!
 //! Why the suites may run in parallel (the default test harness): the
-//! checker reclaimer's state is per OS thread, and loom and shuttle run a
+//! checker reclaimer's and the grace reclaimer's state is per OS thread, and loom and shuttle run a
 //! model's threads on the test's OS thread; a test that reads process-wide
 //! statistics runs alone in a child process ([`alone`]).
 
@@ -46,6 +48,8 @@ pub mod suites;
 pub mod sweep;
 #[cfg(crtc_loom)]
 pub mod tree;
+#[cfg(crtc_loom)]
+pub mod unlink;
 
 pub use crate::property::Property;
 pub use controls::{child_request, Catch, Control, MutantGuard};

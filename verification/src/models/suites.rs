@@ -4,10 +4,10 @@
 //! by adding it here.
 //!
 //! - [`loom_gate_tests!`](crate::loom_gate_tests) expands to one `#[test]`
-//!   per tree model (L1–L4 with the reader models L2r and L3r) and per
-//!   gate-level model (torn reads against a split, a demoting append and a
-//!   pure append; two appenders), the serial-outcome check, and the
-//!   negative controls. The pure-append test also checks that a pure append
+//!   per tree model (L1–L4 with the reader models L2r and L3r, the sweep
+//!   models U1 and U2) and per gate-level model (torn reads against a split,
+//!   a demoting append and a pure append, in place and into a new buffer;
+//!   two appenders), the serial-outcome check, and the negative controls. The pure-append test also checks that a pure append
 //!   never makes a reader retry (the gate's retry counters do not move).
 //! - [`shuttle_gate_tests!`](crate::shuttle_gate_tests) expands to the
 //!   whole-tree scenarios (fast path on and off), the two decode storms with
@@ -58,7 +58,10 @@ macro_rules! loom_gate_tests {
             gate_torn_read_vs_split => "split",
             gate_torn_read_vs_demoting_append => "demote",
             gate_torn_read_vs_demoting_append_in_place => "demote_in_place",
+            gate_reader_vs_pure_append_new_buffer => "pure_grow",
             gate_two_appenders => "two_appenders",
+            u1_reader_vs_unlink => "U1",
+            u2_store_and_append_vs_unlink => "U2",
         }
 
         /// Reads the process-wide retry counters, so it runs alone in a

@@ -24,6 +24,12 @@
 //! most the blocks the rank ever stored (C1), at least the blocks it held
 //! throughout.
 //!
+//! Every execution runs between [`grace::begin_execution`] and
+//! [`grace::end_execution`]: over a gate whose reclaimer is
+//! [`GraceReclaim`](super::grace::GraceReclaim) (the test binaries use it for
+//! every gate), a child map, node or payload array freed while a pinned
+//! thread may hold it fails the model (`no-free-while-held`).
+//!
 //! L2–L4 compare the final state (scores of a fixed query set, the sorted
 //! dump with event ids zeroed, the node count) with the set of serial
 //! outcomes: the same events applied in every serial order (each thread's
@@ -34,7 +40,7 @@
 //! anything).
 
 use super::{
-    is_fast, model_config, observe, query, rank, remove, run_once, store, summarize_capped,
+    grace, is_fast, model_config, observe, query, rank, remove, run_once, store, summarize_capped,
     Explorer, NamedModel, Observation, Scenario,
 };
 use crate::property::Property;
@@ -272,6 +278,7 @@ impl Model {
     pub fn preliminary<G: ShapeGate>(self, explorer: &dyn Explorer) -> Preliminary {
         let scenario = self.scenario();
         run_once(explorer, move || {
+            grace::begin_execution();
             let serial = scenario.serial_outcomes::<G>();
             let (tree, lanes) = scenario.prepare::<G>(model_config(false));
             let before = tree
@@ -279,6 +286,7 @@ impl Model {
                 .sorted();
             drop(lanes);
             drop(tree);
+            grace::end_execution();
             Preliminary { serial, before }
         })
     }
@@ -303,12 +311,17 @@ impl Model {
         }
         let scenario = self.scenario();
         let reads = budget.reads;
-        summarize_capped(explorer, budget.cap, || {
+        grace::take_freed();
+        let summary = summarize_capped(explorer, budget.cap, || {
             explorer.explore_capped(
                 Box::new(move || run::<G>(self, &scenario, &preliminary, reads)),
                 budget.cap,
             )
-        })
+        });
+        format!(
+            "{summary}; {} blocks freed by the reclaimer",
+            grace::take_freed()
+        )
     }
 
     /// The model as a [`NamedModel`] for gate `G`.
@@ -327,6 +340,7 @@ impl Model {
 
 /// One explored execution of `model`.
 fn run<G: ShapeGate>(model: Model, scenario: &Scenario, preliminary: &Preliminary, reads: Reads) {
+    grace::begin_execution();
     let (tree, lanes) = scenario.prepare::<G>(model_config(true));
     let tree = Arc::new(tree);
     let writers: Vec<_> = lanes
@@ -390,6 +404,7 @@ fn run<G: ShapeGate>(model: Model, scenario: &Scenario, preliminary: &Preliminar
     // failing check leaves no deferred frees behind.
     drop(results);
     drop(tree);
+    grace::end_execution();
     check!(
         Property::Accepted,
         rejected.is_empty(),
