@@ -12,9 +12,7 @@
 //! suites assert that every mutant of their gate's list is caught. The
 //! per-gate lists ([`Mutant::RWLOCK`], [`Mutant::SEQLOCK`],
 //! [`Mutant::EPOCH`]) and the tree's ([`Mutant::TREE`], run under every
-//! gate) are what the suites run; [`Mutant::AWAITING_MODELS`] holds the
-//! mutants no suite runs yet because the model that must catch them is not
-//! built (a cross-lane read-your-writes race).
+//! gate) are what the suites run; every mutant is in one of them.
 
 use crate::checker_state;
 use crate::gate::{append_eligibility, AppendMiss};
@@ -102,10 +100,10 @@ pub enum Mutant {
     /// Epoch: when the snapshot was replaced after in-place appends past its
     /// length, the reader uses `(S, S.len)` instead of re-running under the
     /// mutex, a state older than one the caller may already have seen.
-    /// Property: read-your-writes across lanes — a lane's own pure append,
-    /// then another lane's coverage raise that replaces the snapshot without
-    /// a plan bump, then the first lane's next store on that tail must find
-    /// its own block (no `ParentBlockNotFound`, no final undercount).
+    /// Property: read-your-writes — a lane's own pure append, then another
+    /// lane's coverage raise that replaces the snapshot without a plan bump,
+    /// then the first lane's own read must credit its block (loom model L5,
+    /// at preemption bound 3).
     EpochReadsReplacedSnapshotLength = 20,
 }
 
@@ -133,19 +131,15 @@ impl Mutant {
     ];
 
     /// The mutants of the epoch gate.
-    pub const EPOCH: [Mutant; 6] = [
+    pub const EPOCH: [Mutant; 7] = [
         Mutant::EpochRelaxedPublish,
         Mutant::EpochRetireBeforeUnlink,
         Mutant::EpochLenBeforePairs,
         Mutant::EpochUnexcludedWriters,
         Mutant::EpochAppendWithoutPlanBump,
         Mutant::EpochUnvalidatedLiveLength,
+        Mutant::EpochReadsReplacedSnapshotLength,
     ];
-
-    /// Mutants no suite runs yet: the epoch reader's use of a replaced
-    /// snapshot's length (it needs a model of one lane's pure append racing
-    /// another lane's coverage raise).
-    pub const AWAITING_MODELS: [Mutant; 1] = [Mutant::EpochReadsReplacedSnapshotLength];
 
     /// Every mutant, for lookups by name or id.
     pub const ALL: [Mutant; 20] = [

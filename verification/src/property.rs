@@ -25,6 +25,9 @@ pub enum Property {
     /// The final state (dump, node count, scores) is one of the serial
     /// outcomes of the same events.
     SerialOutcome,
+    /// A lane's read after its own store credits the blocks it stored
+    /// (no state older than one the caller already produced).
+    ReadYourWrites,
     /// The fast path is taken exactly as often as the model designs.
     FastHits,
     /// Of two appenders racing on one tail, exactly one wins and the other
@@ -47,11 +50,12 @@ pub enum Property {
 
 impl Property {
     /// Every property.
-    pub const ALL: [Property; 10] = [
+    pub const ALL: [Property; 11] = [
         Property::Accepted,
         Property::ReadBounds,
         Property::AtomicRead,
         Property::SerialOutcome,
+        Property::ReadYourWrites,
         Property::FastHits,
         Property::OneAppendWins,
         Property::NoFreeWhileHeld,
@@ -67,6 +71,7 @@ impl Property {
             Property::ReadBounds => "read-bounds",
             Property::AtomicRead => "atomic-read",
             Property::SerialOutcome => "serial-outcome",
+            Property::ReadYourWrites => "read-your-writes",
             Property::FastHits => "fast-hits",
             Property::OneAppendWins => "one-append-wins",
             Property::NoFreeWhileHeld => "no-free-while-held",

@@ -77,6 +77,9 @@ crtc_verification::loom_gate_tests! {
         Mutant::EpochUnexcludedWriters => {
             Catch::new(Property::NoFreeWhileHeld, &["two_appenders", "L4a"])
         }
+        Mutant::EpochReadsReplacedSnapshotLength => {
+            Catch::new(Property::ReadYourWrites, &["L5"])
+        }
         Mutant::SweepFreesBeforeGrace => Catch::new(Property::NoFreeWhileHeld, &["U1"]),
         other => unreachable!("{other:?} is not a mutant of this gate"),
     },

@@ -50,6 +50,17 @@ pub trait Explorer {
         let _ = cap;
         self.explore(f)
     }
+    /// [`Explorer::explore_capped`] at preemption bound `bound` instead of
+    /// the configured one, if given (loom; other checkers ignore it).
+    fn explore_bounded(
+        &self,
+        f: Box<dyn Fn() + Send + Sync>,
+        cap: Option<u64>,
+        bound: Option<usize>,
+    ) -> u64 {
+        let _ = bound;
+        self.explore_capped(f, cap)
+    }
     /// Runs `f` once inside the checker's runtime (single-threaded setup
     /// that needs the facade's primitives, e.g. serial outcomes).
     fn once(&self, f: Box<dyn Fn() + Send + Sync>);
@@ -85,8 +96,17 @@ macro_rules! loom_explorer {
                 $crate::models::Explorer::explore_capped(self, f, None)
             }
             fn explore_capped(&self, f: Box<dyn Fn() + Send + Sync>, cap: Option<u64>) -> u64 {
+                $crate::models::Explorer::explore_bounded(self, f, cap, None)
+            }
+            fn explore_bounded(
+                &self,
+                f: Box<dyn Fn() + Send + Sync>,
+                cap: Option<u64>,
+                bound: Option<usize>,
+            ) -> u64 {
                 let mut builder = Self::builder();
-                builder.preemption_bound = Some($crate::models::preemption_bound());
+                builder.preemption_bound =
+                    Some(bound.unwrap_or_else($crate::models::preemption_bound));
                 builder.max_permutations = cap.map(|c| c as usize);
                 $crate::models::count_executions(move |f| builder.check(f), f)
             }

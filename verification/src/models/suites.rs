@@ -55,6 +55,7 @@ macro_rules! loom_gate_tests {
             l3_fast_append_vs_removal => "L3",
             l4a_racing_appends_on_a_shared_leaf => "L4a",
             l4b_fast_append_vs_planned_extension => "L4b",
+            l5_own_read_after_pure_append_vs_raise => "L5",
             gate_torn_read_vs_split => "split",
             gate_torn_read_vs_demoting_append => "demote",
             gate_torn_read_vs_demoting_append_in_place => "demote_in_place",

@@ -18,6 +18,16 @@
 //! - **L4b** A appends `[5]` under 4 while B stores `[4,8]` under `[1,2,3]`:
 //!   B's general path plans "reuse 4 and extend the leaf" with a version that
 //!   A's append must invalidate.
+//! - **L5** (its own setup: A full on the leaf, B holding `[1,2]` of it) A
+//!   appends `[5]` under 4 (the exact-size edge grows) and `[6]` under 5, a
+//!   pure append into the spare capacity (it demotes no one, so the epoch
+//!   gate publishes only the buffer's length), then scores
+//!   `[1,2,3,4,5,6]` on its own thread, while B raises its coverage to 3 by
+//!   storing `[3]` under `[1,2]` (a shared commit that replaces the epoch
+//!   gate's snapshot without a plan bump or an exclusive section). A's read
+//!   must credit A's own block (read-your-writes): a reader holding the
+//!   snapshot from before B's raise must not trust that snapshot's shorter
+//!   length (the race fixed in 4bb9381).
 //!
 //! In L2–L4 a reader thread reads queries while the writers run ([`Reads`]
 //! says which); each read must stay within its bounds (`ReadBounds`): at
@@ -55,6 +65,8 @@ const B: u64 = 2;
 const LEAF: [u64; 4] = [1, 2, 3, 4];
 /// The query the L1 reader scores.
 const L1_QUERY: [u64; 5] = [1, 2, 3, 4, 5];
+/// The query A scores after its own appends in L5.
+const L5_QUERY: [u64; 6] = [1, 2, 3, 4, 5, 6];
 
 /// How much of a model to explore: the reads of L2–L4 and an optional cap
 /// on loom's executions (the depth-first prefix of the exploration; the
@@ -137,6 +149,8 @@ pub enum Model {
     L4a,
     /// Fast append vs a planned leaf extension.
     L4b,
+    /// A pure append, then the appender's own read, vs a coverage raise.
+    L5,
 }
 
 /// What the preliminary (single-threaded) run computes for a model.
@@ -151,7 +165,7 @@ pub struct Preliminary {
 
 impl Model {
     /// Every model.
-    pub const ALL: [Model; 7] = [
+    pub const ALL: [Model; 8] = [
         Model::L1,
         Model::L2r,
         Model::L3r,
@@ -159,6 +173,7 @@ impl Model {
         Model::L3,
         Model::L4a,
         Model::L4b,
+        Model::L5,
     ];
 
     /// Whether the model is a single reader against one writer, whose read
@@ -177,12 +192,15 @@ impl Model {
             Model::L3 => "L3",
             Model::L4a => "L4a",
             Model::L4b => "L4b",
+            Model::L5 => "L5",
         }
     }
 
-    /// Both ranks full on the leaf `[1,2,3,4]`: A on lane 0, B on lane 1.
-    fn setup() -> Vec<(usize, RouterEvent)> {
-        vec![(0, store(A, &[], &LEAF)), (1, store(B, &[], &LEAF))]
+    /// Both ranks full on the leaf `[1,2,3,4]`: A on lane 0, B on lane 1
+    /// (L5: B holds `[1,2]` of it).
+    fn setup(self) -> Vec<(usize, RouterEvent)> {
+        let b_holds: &[u64] = if self == Model::L5 { &[1, 2] } else { &LEAF };
+        vec![(0, store(A, &[], &LEAF)), (1, store(B, &[], b_holds))]
     }
 
     /// The model's scenario.
@@ -238,10 +256,18 @@ impl Model {
                 ],
                 vec![vec![1, 2, 3, 4, 5], vec![1, 2, 3, 4, 8], LEAF.to_vec()],
             ),
+            Model::L5 => (
+                "pure append and the appender's own read vs a coverage raise",
+                vec![
+                    vec![store(A, &LEAF, &[5]), store(A, &L1_QUERY, &[6])],
+                    vec![store(B, &[1, 2], &[3])],
+                ],
+                vec![L5_QUERY.to_vec(), LEAF.to_vec()],
+            ),
         };
         Scenario {
             name,
-            setup: Self::setup(),
+            setup: self.setup(),
             threads,
             queries,
         }
@@ -260,7 +286,17 @@ impl Model {
             Model::L4a => 1..=1,
             // A hits unless B extended first; B's parent is never the tail.
             Model::L4b => 0..=1,
+            // A is full on the tail twice; B is not full.
+            Model::L5 => 2..=2,
         }
+    }
+
+    /// The preemption bound the model needs above the configured one: L5's
+    /// catching interleaving (A's read loads the snapshot, B's whole store
+    /// runs, A re-loads the pointer) is first reached at bound 3 (its mutant
+    /// survives bound 2 and is caught at 3).
+    pub fn preemption_bound(self) -> Option<usize> {
+        (self == Model::L5).then(|| super::preemption_bound().max(3))
     }
 
     /// Serial outcomes: L4b has two (A first splits twice, B first extends
@@ -312,14 +348,17 @@ impl Model {
         let scenario = self.scenario();
         let reads = budget.reads;
         grace::take_freed();
+        let bound = self.preemption_bound();
         let summary = summarize_capped(explorer, budget.cap, || {
-            explorer.explore_capped(
+            explorer.explore_bounded(
                 Box::new(move || run::<G>(self, &scenario, &preliminary, reads)),
                 budget.cap,
+                bound,
             )
         });
+        let raised = bound.map_or(String::new(), |b| format!("; this model at bound {b}"));
         format!(
-            "{summary}; {} blocks freed by the reclaimer",
+            "{summary}{raised}; {} blocks freed by the reclaimer",
             grace::take_freed()
         )
     }
@@ -354,7 +393,9 @@ fn run<G: ShapeGate>(model: Model, scenario: &Scenario, preliminary: &Preliminar
                     .iter()
                     .map(|event| tree.apply_event(&mut lane, event))
                     .collect();
-                (outcomes, lane)
+                let own_read = (model == Model::L5 && lane_is_a(&events))
+                    .then(|| tree.find_matches(&query(&L5_QUERY), false).score(rank(A)));
+                (outcomes, lane, own_read)
             })
         })
         .collect();
@@ -391,7 +432,14 @@ fn run<G: ShapeGate>(model: Model, scenario: &Scenario, preliminary: &Preliminar
         .then(|| concurrent.remove(0).1.sorted());
     let mut hits = 0;
     let mut rejected = Vec::new();
-    for (outcomes, _) in &results {
+    if let Some(own) = results.iter().find_map(|(_, _, own)| *own) {
+        check!(
+            Property::ReadYourWrites,
+            own == 6,
+            "L5: A scored {own} for {L5_QUERY:?} right after its own append of block 6"
+        );
+    }
+    for (outcomes, _, _) in &results {
         for outcome in outcomes {
             match outcome {
                 Ok(outcome) => hits += usize::from(is_fast(outcome)),
@@ -446,6 +494,12 @@ fn run<G: ShapeGate>(model: Model, scenario: &Scenario, preliminary: &Preliminar
         model.name(),
         model.fast_hits()
     );
+}
+
+/// Whether a thread's events are A's (the L5 thread that reads its own
+/// append).
+fn lane_is_a(events: &[RouterEvent]) -> bool {
+    events.first().is_some_and(|e| e.rank() == rank(A))
 }
 
 /// Checks that every model has as many serial outcomes as designed.
