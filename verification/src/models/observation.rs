@@ -50,6 +50,58 @@ pub fn observe<G: ShapeGate>(tree: &Tree<G>, queries: &[Vec<u64>]) -> Observatio
     }
 }
 
+/// A held block: its rank, the block and the block it follows.
+pub type Membership = (
+    WorkerWithDpRank,
+    ExternalSequenceBlockHash,
+    Option<ExternalSequenceBlockHash>,
+);
+
+/// What `tree` holds, shape aside: every (rank, block, parent) its dump
+/// names, sorted. Two trees built by different serial orders of the same
+/// strict events may differ in node boundaries (so in node count and in how
+/// the dump groups blocks into events) but hold the same blocks.
+pub fn membership<G: ShapeGate>(tree: &Tree<G>) -> Vec<Membership> {
+    let mut held = Vec::new();
+    for event in tree.dump_events() {
+        if let KvCacheEventData::Stored {
+            parent_hash,
+            blocks,
+        } = &event.event.data
+        {
+            let mut parent = *parent_hash;
+            for block in blocks {
+                held.push((event.rank(), block.external, parent));
+                parent = Some(block.external);
+            }
+        }
+    }
+    held.sort_unstable();
+    held
+}
+
+/// What the reference model holds after `events`, as [`membership`] lists
+/// it.
+pub fn reference_membership<'a>(
+    events: impl IntoIterator<Item = &'a RouterEvent>,
+) -> Vec<Membership> {
+    let mut model = crate::reference::Reference::new();
+    for event in events {
+        model.apply(event);
+    }
+    let mut held: Vec<Membership> = model
+        .ranks()
+        .flat_map(|rank| {
+            model
+                .held_entries(rank)
+                .into_iter()
+                .map(move |(block, parent)| (rank, block, parent))
+        })
+        .collect();
+    held.sort_unstable();
+    held
+}
+
 /// Every interleaving of threads with `lens[i]` events each that keeps each
 /// thread's own order, as sequences of thread indices.
 pub fn interleavings(lens: &[usize]) -> Vec<Vec<usize>> {
