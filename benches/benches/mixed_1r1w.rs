@@ -36,8 +36,13 @@
 //! writer, the writer lane first runs one whole session on the bench thread
 //! and the reader queries that session.
 //!
+//! With feature `upstream`, the same pair runs on upstream 1.6.1 (ids
+//! `upstream-1.6.1/reader/...`; see `upstream_pair`).
+//!
 //! A filter must keep both ids of a gate (`-- epoch` keeps the epoch
 //! gates' pairs); a gate whose `no_writer` id is filtered out is skipped.
+//! `python3 papers/bench-export.py` runs this group with repeats and writes
+//! its table to papers/results/benches.md.
 //!
 //! Threads come from `crtc_strategies::sync::thread`; the stop flag and the
 //! session number are facade atomics. The machine has two cores: the reader
@@ -48,7 +53,9 @@ mod common;
 
 use common::{call_bench, every_gate};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use crtc::types::{BlockPair, LocalBlockHash, RouterEvent, WorkerWithDpRank};
+use crtc::types::{
+    BlockPair, ExternalSequenceBlockHash, LocalBlockHash, RouterEvent, WorkerWithDpRank,
+};
 use crtc::{Lane, Tree, TreeConfig};
 use crtc_strategies::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use crtc_strategies::sync::{thread, Arc};
@@ -212,10 +219,44 @@ fn retired_bytes() -> Option<i64> {
 /// The writer's state: its lane and the session it is on.
 struct Writer<G: ShapeGate> {
     lane: Lane<G>,
-    prefix_tail: Option<crtc::types::ExternalSequenceBlockHash>,
+    prefix_tail: Option<ExternalSequenceBlockHash>,
     session: u64,
     appends: u64,
     sweeps: u64,
+}
+
+/// Session `s`'s events under the system prompt ending at `prefix_tail`:
+/// the prompt, the one-block decode stores, and the eviction of session
+/// `s - 1` (tail first; none for session 0).
+struct SessionEvents {
+    prompt: RouterEvent,
+    decodes: Vec<RouterEvent>,
+    evict_previous: Option<RouterEvent>,
+}
+
+impl SessionEvents {
+    fn new(prefix_tail: Option<ExternalSequenceBlockHash>, s: u64) -> Self {
+        let chain: Vec<BlockPair> = chained(prefix_tail, &session_locals(s));
+        let prompt = RouterEvent::stored(W, prefix_tail, chain[..PROMPT].to_vec());
+        let decodes = (PROMPT..PROMPT + DECODE)
+            .map(|i| RouterEvent::stored(W, Some(chain[i - 1].external), vec![chain[i]]))
+            .collect();
+        let evict_previous = (s > 0).then(|| {
+            let old = chained(prefix_tail, &session_locals(s - 1));
+            RouterEvent::removed(W, old.iter().rev().map(|b| b.external).collect())
+        });
+        Self {
+            prompt,
+            decodes,
+            evict_previous,
+        }
+    }
+}
+
+/// Whether a stop was requested.
+fn stopped(stop: Option<&AtomicBool>) -> bool {
+    // Relaxed: a stop request needs no ordering.
+    stop.is_some_and(|f| f.load(Ordering::Relaxed))
 }
 
 impl<G: ShapeGate> Writer<G> {
@@ -224,26 +265,21 @@ impl<G: ShapeGate> Writer<G> {
     /// stale-leaf sweep if the tree's volume rule says one is due.
     fn session(&mut self, tree: &Tree<G>, current: &AtomicU64, stop: Option<&AtomicBool>) {
         let s = self.session;
-        let chain: Vec<BlockPair> = chained(self.prefix_tail, &session_locals(s));
-        let prompt = RouterEvent::stored(W, self.prefix_tail, chain[..PROMPT].to_vec());
-        tree.apply_event(&mut self.lane, &prompt)
+        let events = SessionEvents::new(self.prefix_tail, s);
+        tree.apply_event(&mut self.lane, &events.prompt)
             .expect("the session prompt applies");
         // Release: the reader that sees `s` finds its prompt stored.
         current.store(s, Ordering::Release);
-        for i in PROMPT..PROMPT + DECODE {
-            // Relaxed: a stop request needs no ordering.
-            if stop.is_some_and(|f| f.load(Ordering::Relaxed)) {
+        for decode in &events.decodes {
+            if stopped(stop) {
                 break;
             }
-            let decode = RouterEvent::stored(W, Some(chain[i - 1].external), vec![chain[i]]);
-            tree.apply_event(&mut self.lane, &decode)
+            tree.apply_event(&mut self.lane, decode)
                 .expect("a decode store applies");
             self.appends += 1;
         }
-        if s > 0 {
-            let old = chained(self.prefix_tail, &session_locals(s - 1));
-            let hashes = old.iter().rev().map(|b| b.external).collect();
-            tree.apply_event(&mut self.lane, &RouterEvent::removed(W, hashes))
+        if let Some(evict) = &events.evict_previous {
+            tree.apply_event(&mut self.lane, evict)
                 .expect("evicting the previous session applies");
         }
         if let Some(claim) = tree.sweep_due_by_volume() {
@@ -309,11 +345,16 @@ impl<G: ShapeGate> Fixture<G> {
 
     /// The query for session `s` into `query`.
     fn query(&self, s: u64, query: &mut Vec<LocalBlockHash>) {
-        query.clear();
-        query.extend_from_slice(&self.prefix);
-        // The first `PROMPT` of `session_locals(s)`, without allocating.
-        query.extend((0..PROMPT as u64).map(|i| LocalBlockHash(((s + 2) << 40) + i)));
+        session_query(&self.prefix, s, query);
     }
+}
+
+/// The query for session `s` (the system prompt `prefix`, then the
+/// session's prompt) into `query`, without allocating.
+fn session_query(prefix: &[LocalBlockHash], s: u64, query: &mut Vec<LocalBlockHash>) {
+    query.clear();
+    query.extend_from_slice(prefix);
+    query.extend((0..PROMPT as u64).map(|i| LocalBlockHash(((s + 2) << 40) + i)));
 }
 
 /// What one reader id measured.
@@ -328,17 +369,24 @@ impl Reads {
         self.hist.quantile(q)
     }
 
+    fn is_empty(&self) -> bool {
+        self.hist.total == 0
+    }
+
     fn per_read(&self, n: u64) -> f64 {
         n as f64 / self.hist.total.max(1) as f64
     }
 }
 
 /// Benches the reader under `id` and returns its latency histogram and
-/// counter deltas.
-fn bench_reader<G: ShapeGate>(
+/// counter deltas. `lookup` scores a query and returns the time the index's
+/// own lookup took (anything it converts stays outside the clock).
+fn bench_reader(
     group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
     id: BenchmarkId,
-    fx: &Fixture<G>,
+    current: &AtomicU64,
+    prefix: &[LocalBlockHash],
+    lookup: impl Fn(&[LocalBlockHash]) -> Duration,
 ) -> Reads {
     let mut hist = Histogram::new();
     let mut max_retired = retired_bytes();
@@ -349,11 +397,9 @@ fn bench_reader<G: ShapeGate>(
             let mut total = Duration::ZERO;
             for i in 0..iters {
                 // Acquire: pairs with the writer's publication of the session.
-                let s = fx.current.load(Ordering::Acquire);
-                fx.query(s, &mut query);
-                let start = Instant::now();
-                black_box(fx.tree.find_matches(black_box(&query), false));
-                let took = start.elapsed();
+                let s = current.load(Ordering::Acquire);
+                session_query(prefix, s, &mut query);
+                let took = lookup(black_box(&query));
                 total += took;
                 hist.record(took);
                 if i % SAMPLE_EVERY == 0 {
@@ -371,6 +417,13 @@ fn bench_reader<G: ShapeGate>(
         counters,
         max_retired,
     }
+}
+
+/// Times one of our tree's lookups.
+fn timed_find<G: ShapeGate>(tree: &Tree<G>, query: &[LocalBlockHash]) -> Duration {
+    let start = Instant::now();
+    black_box(tree.find_matches(query, false));
+    start.elapsed()
 }
 
 fn bench_gate<G: ShapeGate>(c: &mut Criterion) {
@@ -395,8 +448,15 @@ fn bench_gate<G: ShapeGate>(c: &mut Criterion) {
             "{label}: every rank scores"
         );
     }
-    let alone = bench_reader(&mut group, BenchmarkId::new(label, "reader/no_writer"), &fx);
-    if alone.hist.total == 0 {
+    let lookup = |q: &[LocalBlockHash]| timed_find(&fx.tree, q);
+    let alone = bench_reader(
+        &mut group,
+        BenchmarkId::new(label, "reader/no_writer"),
+        &fx.current,
+        &fx.prefix,
+        lookup,
+    );
+    if alone.is_empty() {
         // A filter left this gate out; the storm is only read as a pair.
         group.finish();
         return;
@@ -408,33 +468,17 @@ fn bench_gate<G: ShapeGate>(c: &mut Criterion) {
 
     // The reader under a decode storm.
     let stop = Arc::new(AtomicBool::new(false));
-    let started = Arc::new(AtomicBool::new(false));
     writer.appends = 0;
-    let handle = {
-        let (tree, current, stop, started) = (
-            Arc::clone(&fx.tree),
-            Arc::clone(&fx.current),
-            Arc::clone(&stop),
-            Arc::clone(&started),
-        );
-        thread::spawn(move || {
-            let begin = Instant::now();
-            // Relaxed: a flag with no data behind it.
-            while !stop.load(Ordering::Relaxed) {
-                writer.session(&tree, &current, Some(&stop));
-                started.store(true, Ordering::Relaxed);
-            }
-            (writer, begin.elapsed())
-        })
-    };
-    // Relaxed: only waits until the storm runs.
-    while !started.load(Ordering::Relaxed) {
-        thread::yield_now();
-    }
+    let (tree, current) = (Arc::clone(&fx.tree), Arc::clone(&fx.current));
+    let handle = spawn_storm(writer, &stop, move |w, stop| {
+        w.session(&tree, &current, Some(stop));
+    });
     let storm = bench_reader(
         &mut group,
         BenchmarkId::new(label, "reader/decode_storm"),
-        &fx,
+        &fx.current,
+        &fx.prefix,
+        lookup,
     );
     // Relaxed: see above.
     stop.store(true, Ordering::Relaxed);
@@ -448,14 +492,11 @@ fn bench_gate<G: ShapeGate>(c: &mut Criterion) {
         "mixed_1r1w/{label}/reader/decode_storm: {}",
         storm.hist.summary()
     );
-    let ratio = |a: u64, b: u64| a as f64 / b.max(1) as f64;
     println!(
-        "mixed_1r1w/{label}: p99 storm/alone {:.2} (p50 {:.2}, p99.9 {:.2}); writer {} decode appends in \
+        "mixed_1r1w/{label}: {}; writer {} decode appends in \
          {:.2} s ({:.2} M/s, {} sessions, {} sweeps, fast-path hits {}, {} nodes left); per read: seqlock restarts {:.4}, \
          fallbacks {:.5}, epoch locked re-reads {:.5}{}",
-        ratio(storm.p(0.99), alone.p(0.99)),
-        ratio(storm.p(0.50), alone.p(0.50)),
-        ratio(storm.p(0.999), alone.p(0.999)),
+        storm_ratios(&alone, &storm),
         writer.appends,
         ran.as_secs_f64(),
         writer.appends as f64 / ran.as_secs_f64() / 1e6,
@@ -476,8 +517,192 @@ fn bench_gate<G: ShapeGate>(c: &mut Criterion) {
     drop(fx);
 }
 
+/// "p99 storm/alone R (p50 R, p99.9 R)".
+fn storm_ratios(alone: &Reads, storm: &Reads) -> String {
+    let ratio = |q: f64| storm.p(q) as f64 / alone.p(q).max(1) as f64;
+    format!(
+        "p99 storm/alone {:.2} (p50 {:.2}, p99.9 {:.2})",
+        ratio(0.99),
+        ratio(0.50),
+        ratio(0.999)
+    )
+}
+
+/// Runs `session` on a new thread until `stop`, after its first session
+/// signals `started`; returns the join handle.
+fn spawn_storm<W: Send + 'static>(
+    mut writer: W,
+    stop: &Arc<AtomicBool>,
+    mut session: impl FnMut(&mut W, &AtomicBool) + Send + 'static,
+) -> thread::JoinHandle<(W, Duration)> {
+    let started = Arc::new(AtomicBool::new(false));
+    let handle = {
+        let (stop, started) = (Arc::clone(stop), Arc::clone(&started));
+        thread::spawn(move || {
+            let begin = Instant::now();
+            // Relaxed: a flag with no data behind it.
+            while !stop.load(Ordering::Relaxed) {
+                session(&mut writer, &stop);
+                started.store(true, Ordering::Relaxed);
+            }
+            (writer, begin.elapsed())
+        })
+    };
+    // Relaxed: only waits until the storm runs.
+    while !started.load(Ordering::Relaxed) {
+        thread::yield_now();
+    }
+    handle
+}
+
 fn benches(c: &mut Criterion) {
     every_gate!(bench_gate(c));
+    #[cfg(feature = "upstream")]
+    upstream_pair::bench(c);
+}
+
+/// The same pair on upstream 1.6.1 (feature `upstream`), through its
+/// public API as `crtc compare` runs it: `ConcurrentRadixTreeCompressed`
+/// behind a one-lane `ThreadPoolIndexer`. Its writes only go through the
+/// lane thread, so the storm's writer enqueues each session's events and
+/// waits for the lane (`flush`) after the prompt (before publishing the
+/// session) and at the session's end; the lane thread applies them. Busy
+/// threads: the reader and the lane, plus the feeder while it enqueues (a
+/// burst of memory copies per session). The crate has no stale-leaf sweep
+/// to drive. The reader times the crate's own `find_matches` on a
+/// converted query (conversion outside the clock).
+#[cfg(feature = "upstream")]
+mod upstream_pair {
+    use super::*;
+    use crtc_bench::compare::subjects::backend::Backend;
+    use crtc_bench::compare::subjects::upstream::{UpstreamBackend, NAME};
+
+    /// The storm's feeder: the indexer and the session it is on.
+    struct Feeder {
+        index: Arc<UpstreamBackend>,
+        prefix_tail: Option<ExternalSequenceBlockHash>,
+        session: u64,
+        appends: u64,
+    }
+
+    impl Feeder {
+        fn session(&mut self, current: &AtomicU64, stop: Option<&AtomicBool>) {
+            let events = SessionEvents::new(self.prefix_tail, self.session);
+            self.index.apply(events.prompt);
+            self.index.flush();
+            // Release: the reader that sees the session finds its prompt.
+            current.store(self.session, Ordering::Release);
+            for decode in events.decodes {
+                if stopped(stop) {
+                    break;
+                }
+                self.index.apply(decode);
+                self.appends += 1;
+            }
+            if let Some(evict) = events.evict_previous {
+                self.index.apply(evict);
+            }
+            self.index.flush();
+            self.session += 1;
+        }
+    }
+
+    /// The fixture of [`Fixture::build`] on upstream, and its feeder after
+    /// session 0.
+    fn build() -> (Feeder, Arc<AtomicU64>, Vec<LocalBlockHash>) {
+        let index = Arc::new(UpstreamBackend::new(1));
+        let prefix_locals = prefix_locals();
+        let prefix = chained(None, &prefix_locals);
+        let tail = prefix.last().map(|b| b.external);
+        for r in 0..SHARERS {
+            let rank = WorkerWithDpRank::new(100 + r, 0);
+            index.apply(RouterEvent::stored(rank, None, prefix.clone()));
+            if r < 2 {
+                index.apply(RouterEvent::stored(
+                    rank,
+                    tail,
+                    chained(tail, &[(1 << 60) + r]),
+                ));
+            }
+        }
+        index.apply(RouterEvent::stored(W, None, prefix));
+        let mut feeder = Feeder {
+            index,
+            prefix_tail: tail,
+            session: 0,
+            appends: 0,
+        };
+        let current = Arc::new(AtomicU64::new(0));
+        feeder.session(&current, None);
+        (
+            feeder,
+            current,
+            crtc_verification::chain::locals(&prefix_locals),
+        )
+    }
+
+    pub(super) fn bench(c: &mut Criterion) {
+        let mut group = c.benchmark_group("mixed_1r1w");
+        group.throughput(Throughput::Elements(1));
+        let (mut feeder, current, prefix) = build();
+        let mut query = Vec::new();
+        session_query(&prefix, 0, &mut query);
+        let best = feeder.index.find_matches(&query);
+        assert_eq!(best.score(W), (PREFIX + PROMPT) as u32, "{NAME}: W's score");
+        assert_eq!(
+            best.scores.len(),
+            1 + SHARERS as usize,
+            "{NAME}: every rank scores"
+        );
+        let index = Arc::clone(&feeder.index);
+        let lookup = move |q: &[LocalBlockHash]| Duration::from_nanos(index.timed_lookup(q));
+        let alone = bench_reader(
+            &mut group,
+            BenchmarkId::new(NAME, "reader/no_writer"),
+            &current,
+            &prefix,
+            &lookup,
+        );
+        if alone.is_empty() {
+            group.finish();
+            return;
+        }
+        println!(
+            "mixed_1r1w/{NAME}/reader/no_writer: {}",
+            alone.hist.summary()
+        );
+        let stop = Arc::new(AtomicBool::new(false));
+        feeder.appends = 0;
+        let published = Arc::clone(&current);
+        let handle = spawn_storm(feeder, &stop, move |f, stop| {
+            f.session(&published, Some(stop));
+        });
+        let storm = bench_reader(
+            &mut group,
+            BenchmarkId::new(NAME, "reader/decode_storm"),
+            &current,
+            &prefix,
+            &lookup,
+        );
+        // Relaxed: see `spawn_storm`.
+        stop.store(true, Ordering::Relaxed);
+        let (feeder, ran) = handle.join().expect("the feeder does not panic");
+        group.finish();
+        let stats = feeder.index.stats();
+        assert_eq!(stats.errors, 0, "{NAME}: an event failed");
+        println!(
+            "mixed_1r1w/{NAME}/reader/decode_storm: {}",
+            storm.hist.summary()
+        );
+        println!(
+            "mixed_1r1w/{NAME}: {}; writer {} decode appends in {:.2} s ({:.2} M/s, {} sessions)",
+            storm_ratios(&alone, &storm),
+            feeder.appends,
+            ran.as_secs_f64(),
+            feeder.appends as f64 / ran.as_secs_f64() / 1e6,
+            feeder.session - 1,
+        );
+    }
 }
 
 criterion_group!(mixed_1r1w, benches);

@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+"""Runs the criterion groups papers/evaluation.md reads and writes their
+tables to papers/results/benches.md (and benches.json).
+
+Usage: python3 papers/bench-export.py [--repeat N] [--out DIR]
+       [--warm-up S] [--measure S]
+
+- mixed_1r1w (one reader, one writer; every gate and upstream 1.6.1): run N
+  times (default 3), each run covering every gate in turn, so the repeats
+  interleave; each figure is the median of the N runs' printed percentiles,
+  with min-max. The percentiles come from the bench's own histogram of every
+  timed read.
+- tail_append at batch 1 (fast path against general path, every gate): one
+  run; criterion's median per event with its 95% interval, and the ratio
+  general / fast per gate and edge.
+- sweep (every gate, 256 and 4096 dead leaves): one run; criterion's median
+  with its 95% interval.
+
+Features: all-strategies,upstream. Criterion's warm-up and measurement times
+are --warm-up / --measure (default 1 s and 3 s per id; the sweep group sets
+its own). The revision and the tree's state are read before anything is
+written, so writing cannot mark the tree dirty. No trace is read: every
+group builds its own synthetic tree.
+"""
+import argparse
+import datetime
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FEATURES = "all-strategies,upstream"
+GATES = ["rwlock", "seqlock", "epoch-crossbeam", "epoch-seize", "upstream-1.6.1"]
+PERCENTILE = re.compile(
+    r"^mixed_1r1w/(?P<gate>[\w.-]+)/reader/(?P<mode>no_writer|decode_storm): (?P<reads>\d+) reads, "
+    r"p50 (?P<p50>\d+) ns, p99 (?P<p99>\d+) ns, p99\.9 (?P<p999>\d+) ns, mean (?P<mean>\d+) ns, "
+    r"max (?P<max>\d+) ns$")
+WRITER = re.compile(r"^mixed_1r1w/(?P<gate>[\w.-]+): .*writer (?P<appends>\d+) decode appends in "
+                    r"(?P<secs>[\d.]+) s \((?P<rate>[\d.]+) M/s")
+RETRIES = re.compile(r"^mixed_1r1w/(?P<gate>[\w.-]+): .*per read: seqlock restarts (?P<restarts>[\d.]+), "
+                     r"fallbacks (?P<fallbacks>[\d.]+), epoch locked re-reads (?P<rereads>[\d.]+)")
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, cwd=ROOT, check=True, text=True, capture_output=True, **kw).stdout
+
+
+def provenance(args):
+    revision = run(["git", "rev-parse", "HEAD"]).strip()
+    dirty = bool(run(["git", "status", "--porcelain", "--untracked-files=no"]).strip())
+    model = "unknown"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    return {
+        "command": "python3 papers/bench-export.py " + " ".join(sys.argv[1:]),
+        "revision": revision + (" (with uncommitted changes)" if dirty else ""),
+        "rustc": run(["rustc", "-V"]).strip(),
+        "machine": f"{os.cpu_count()} logical cores, {model}, 1-minute load average "
+                   f"{os.getloadavg()[0]:.2f} at start",
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "repeats": args.repeat,
+        "criterion": f"--warm-up-time {args.warm_up} --measurement-time {args.measure}",
+        "features": FEATURES,
+        "trace": "none (every group builds its own synthetic tree)",
+    }
+
+
+def bench(name, args, extra=()):
+    cmd = ["cargo", "bench", "-q", "-p", "crtc-bench", "--features", FEATURES, "--bench", name,
+           "--", "--warm-up-time", str(args.warm_up), "--measurement-time", str(args.measure),
+           *extra]
+    print("running:", " ".join(cmd), file=sys.stderr)
+    return run(cmd)
+
+
+def mixed(args):
+    """Per gate and mode, the lists of each repeat's figures."""
+    runs = {}
+    for repeat in range(args.repeat):
+        out = bench("mixed_1r1w", args)
+        for line in out.splitlines():
+            m = PERCENTILE.match(line)
+            if m:
+                key = (m["gate"], m["mode"])
+                for field in ("p50", "p99", "p999"):
+                    runs.setdefault(key, {}).setdefault(field, []).append(int(m[field]))
+            for pattern, fields in ((WRITER, ("rate",)), (RETRIES, ("restarts", "fallbacks", "rereads"))):
+                m = pattern.match(line)
+                if m:
+                    for field in fields:
+                        runs.setdefault((m["gate"], "writer"), {}).setdefault(field, []).append(
+                            float(m[field]))
+        print(f"mixed_1r1w: repeat {repeat + 1} of {args.repeat} done", file=sys.stderr)
+    return runs
+
+
+def criterion(group):
+    """full id -> (median, low, high) ns from target/criterion/<group>."""
+    found = {}
+    base = os.path.join(ROOT, "target", "criterion", group)
+    for dirpath, _, names in os.walk(base):
+        if os.path.basename(dirpath) != "new" or "benchmark.json" not in names:
+            continue
+        with open(os.path.join(dirpath, "benchmark.json")) as f:
+            full_id = json.load(f)["full_id"]
+        with open(os.path.join(dirpath, "estimates.json")) as f:
+            median = json.load(f)["median"]
+        ci = median["confidence_interval"]
+        found[full_id] = (median["point_estimate"], ci["lower_bound"], ci["upper_bound"])
+    return found
+
+
+def fresh(group):
+    shutil.rmtree(os.path.join(ROOT, "target", "criterion", group), ignore_errors=True)
+
+
+def spread(values, fmt="{:.0f}"):
+    med = statistics.median(values)
+    if len(values) == 1:
+        return fmt.format(med)
+    return f"{fmt.format(med)} ({fmt.format(min(values))}–{fmt.format(max(values))})"
+
+
+def mixed_tables(runs):
+    lines = ["| gate | alone p50 | alone p99 | alone p99.9 | storm p50 | storm p99 | storm p99.9 "
+             "| p99 storm/alone | writer M appends/s |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    ratios = {}
+    for gate in GATES:
+        alone, storm = runs.get((gate, "no_writer")), runs.get((gate, "decode_storm"))
+        if not alone or not storm:
+            continue
+        per_run = [s / max(a, 1) for a, s in zip(alone["p99"], storm["p99"])]
+        ratios[gate] = per_run
+        writer = runs.get((gate, "writer"), {})
+        cells = [spread(alone[f]) for f in ("p50", "p99", "p999")]
+        cells += [spread(storm[f]) for f in ("p50", "p99", "p999")]
+        cells.append(spread(per_run, "{:.2f}") + "×")
+        cells.append(spread(writer["rate"], "{:.2f}") if "rate" in writer else "–")
+        lines.append(f"| {gate} | " + " | ".join(cells) + " |")
+    retry = ["| gate | seqlock restarts / read | seqlock fallbacks / read | epoch locked re-reads / read |",
+             "|---|---:|---:|---:|"]
+    for gate in GATES:
+        writer = runs.get((gate, "writer"), {})
+        if "restarts" in writer:
+            retry.append(f"| {gate} | " + " | ".join(
+                spread(writer[f], "{:.5f}") for f in ("restarts", "fallbacks", "rereads")) + " |")
+    return lines, retry, ratios
+
+
+def tail_table(found):
+    lines = ["| gate | edge | fast ns/event | general ns/event | general / fast |",
+             "|---|---:|---:|---:|---:|"]
+    gains = {}
+    for gate in GATES[:-1]:
+        for edge in (16, 256):
+            fast = found.get(f"tail_append/{gate}/fast/batch=1/edge={edge}")
+            general = found.get(f"tail_append/{gate}/general/batch=1/edge={edge}")
+            if not fast or not general:
+                continue
+            gain = general[0] / fast[0]
+            gains[f"{gate}/edge={edge}"] = gain
+            fmt = lambda e: f"{e[0]:.1f} [{e[1]:.1f}, {e[2]:.1f}]"
+            lines.append(f"| {gate} | {edge} | {fmt(fast)} | {fmt(general)} | {gain:.2f}× |")
+    return lines, gains
+
+
+def sweep_table(found):
+    lines = ["| gate | dead leaves | sweep µs | ns per unlinked leaf |", "|---|---:|---:|---:|"]
+    for gate in GATES[:-1]:
+        for fanout in (256, 4096):
+            e = found.get(f"sweep/{gate}/fanout={fanout}")
+            if e:
+                lines.append(f"| {gate} | {fanout} | {e[0] / 1000:.1f} [{e[1] / 1000:.1f}, "
+                             f"{e[2] / 1000:.1f}] | {e[0] / fanout:.0f} |")
+    return lines
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--out", default=os.path.join(ROOT, "papers", "results"))
+    parser.add_argument("--warm-up", type=float, default=1)
+    parser.add_argument("--measure", type=float, default=3)
+    args = parser.parse_args()
+    if not 1 <= args.repeat <= 20:
+        sys.exit("--repeat: 1 to 20")
+    header = provenance(args)
+    runs = mixed(args)
+    fresh("tail_append")
+    bench("tail_append", args, ["batch=1/"])
+    tail = criterion("tail_append")
+    fresh("sweep")
+    bench("sweep", args)
+    sweeps = criterion("sweep")
+
+    mixed_lines, retry_lines, ratios = mixed_tables(runs)
+    tail_lines, gains = tail_table(tail)
+    doc = ["# Criterion groups: reader isolation, fast-path gain, sweeps", ""]
+    doc += [f"- {k}: {v}" for k, v in header.items()]
+    doc += ["", "Generated; do not edit. Latencies in ns; `a (b–c)` is the median of the repeats "
+            "(min–max); `[lo, hi]` is criterion's 95% interval of the median.", "",
+            "## mixed_1r1w: one reader's find_matches latency, alone and under a decode storm", "",
+            "One reader thread and one writer (benches/benches/mixed_1r1w.rs). Percentiles are "
+            "over every timed read of one run; the ratio is computed per run, then summarised. "
+            "Upstream's writes go through its one-lane thread pool (a feeder thread enqueues).", ""]
+    doc += mixed_lines + ["", "Reader retries under the storm (per read):", ""] + retry_lines
+    doc += ["", "## tail_append: one-block decode store, fast path vs general path (batch 1)", "",
+            "benches/benches/tail_append.rs; upstream has no fast path, so no row.", ""] + tail_lines
+    doc += ["", "## sweep: one stale-leaf sweep unlinking every dead leaf", "",
+            "benches/benches/sweep.rs.", ""] + sweep_table(sweeps) + [""]
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "benches.md"), "w") as f:
+        f.write("\n".join(doc))
+    data = {"provenance": header,
+            "mixed_1r1w": {f"{g}/{m}": v for (g, m), v in runs.items()},
+            "mixed_1r1w_p99_ratio_per_run": ratios,
+            "tail_append_batch1": {k: {"median": v[0], "low": v[1], "high": v[2]} for k, v in tail.items()},
+            "tail_append_general_over_fast": gains,
+            "sweep": {k: {"median": v[0], "low": v[1], "high": v[2]} for k, v in sweeps.items()}}
+    with open(os.path.join(args.out, "benches.json"), "w") as f:
+        json.dump(data, f, indent=1, sort_keys=True)
+    print("wrote", os.path.join(args.out, "benches.md"), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
