@@ -12,8 +12,8 @@
 //! writer's rate, the seqlock gate's optimistic restarts and pessimistic
 //! fallbacks per read, the epoch gates' reads re-run under the writer mutex
 //! per read, and the epoch reclaimers' retired-but-not-freed bytes (largest
-//! level seen while the storm ran). The counters are process-wide; only this
-//! reader and writer run, and the writer's own plans are a few per session.
+//! level seen while the storm ran). The counters are process-wide and count
+//! lookups only (the gates count the writer's plans apart).
 //!
 //! The tree (default configuration, fast path on): a shared system prompt of
 //! [`PREFIX`] blocks held in full by the sharer ranks and the writer rank W,

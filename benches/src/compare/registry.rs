@@ -52,12 +52,25 @@ fn seqlock_retries() -> (u64, u64) {
     (OPTIMISTIC_RESTARTS.get(), PESSIMISTIC_FALLBACKS.get())
 }
 
-/// The optimistic-read counters of a gate whose readers take `path`, if it
-/// has any (the seqlock gate's).
+/// The epoch gates' reads re-run under the writer mutex (they never
+/// restart: the first count is 0).
+#[cfg(feature = "epoch")]
+fn epoch_retries() -> (u64, u64) {
+    (0, crtc_strategies::epoch::READ_FALLBACKS.get())
+}
+
+/// The read-retry counters of a gate whose readers take `path`, if it has
+/// any: the seqlock gate's optimistic restarts and lock fallbacks, the
+/// epoch gates' mutex fallbacks. Plans count apart, so these are the
+/// lookups' own.
 fn retry_counters(path: ReadPath) -> Option<RetryCounters> {
     #[cfg(feature = "seqlock")]
     if path == ReadPath::Optimistic {
         return Some(seqlock_retries);
+    }
+    #[cfg(feature = "epoch")]
+    if path == ReadPath::Snapshot {
+        return Some(epoch_retries);
     }
     let _ = path;
     None

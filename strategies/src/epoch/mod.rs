@@ -116,8 +116,12 @@ use writer::Publish;
 
 /// Bytes of replaced snapshots not yet freed (process-wide).
 pub static RETIRED_SNAPSHOT_BYTES: StatGauge = StatGauge::new();
-/// Reads that overlapped an exclusive section and re-ran under the mutex.
+/// Reads (`read`: lookups) that overlapped an exclusive section, or met a
+/// replaced snapshot's length, and re-ran under the mutex (process-wide).
 pub static READ_FALLBACKS: StatCounter = StatCounter::new();
+/// The same for plans (a writer's view of a node before its commit),
+/// counted apart so that the readers' figures are their own (process-wide).
+pub static PLAN_FALLBACKS: StatCounter = StatCounter::new();
 
 /// Bytes retired through the reclaimer and not yet freed, snapshots and
 /// buffers, across every epoch gate of the process.
@@ -256,8 +260,8 @@ impl<R: Reclaim> EpochGate<R> {
     }
 
     /// Runs `f` on a consistent view: lock-free unless an exclusive section
-    /// overlapped, then once more under the mutex.
-    fn validated<T>(&self, mut f: impl FnMut(&View<'_>) -> T) -> T {
+    /// overlapped, then once more under the mutex (counted in `fallbacks`).
+    fn validated<T>(&self, mut f: impl FnMut(&View<'_>) -> T, fallbacks: &StatCounter) -> T {
         let guard = R::pin();
         // Acquire: pairs with the Release store that closes a section.
         let seq = self.seq.load(Ordering::Acquire);
@@ -271,7 +275,7 @@ impl<R: Reclaim> EpochGate<R> {
                 return result;
             }
         }
-        READ_FALLBACKS.bump();
+        fallbacks.bump();
         let lock = self.lock.lock();
         // SAFETY: `lock` guards `self.lock`.
         let snap = unsafe { self.locked(&lock) };
@@ -432,13 +436,13 @@ unsafe impl<R: Reclaim> ShapeGate for EpochGate<R> {
 
     #[inline]
     fn read<T>(&self, f: impl FnMut(&View<'_>) -> T) -> T {
-        self.validated(f)
+        self.validated(f, &READ_FALLBACKS)
     }
 
     fn plan<T>(&self, f: impl FnMut(&View<'_>) -> T) -> (T, Version) {
         // Acquire: a plan that sees a version sees the state it covers.
         let version = Version(self.plan.load(Ordering::Acquire));
-        (self.validated(f), version)
+        (self.validated(f, &PLAN_FALLBACKS), version)
     }
 
     fn shared<T>(&self, version: Option<Version>, f: impl FnOnce() -> T) -> Result<T, Stale> {

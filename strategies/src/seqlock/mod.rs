@@ -63,10 +63,17 @@ const STEP: u64 = 1 << 2;
 /// Optimistic attempts before a reader takes the writer lock.
 pub const MAX_OPTIMISTIC: usize = 16;
 
-/// Optimistic reads that failed validation and restarted (process-wide).
+/// Optimistic reads (`read`: lookups) that failed validation and restarted
+/// (process-wide).
 pub static OPTIMISTIC_RESTARTS: StatCounter = StatCounter::new();
 /// Reads that gave up optimism and took the writer lock (process-wide).
 pub static PESSIMISTIC_FALLBACKS: StatCounter = StatCounter::new();
+/// Plans (`plan`: a writer's view of a node before its commit) that failed
+/// validation and restarted, counted apart from reads so that the readers'
+/// figures are their own (process-wide).
+pub static PLAN_RESTARTS: StatCounter = StatCounter::new();
+/// Plans that gave up optimism and took the writer lock (process-wide).
+pub static PLAN_FALLBACKS: StatCounter = StatCounter::new();
 
 /// The seqlock-version strategy over reclaimer `R` (the build's default
 /// unless a model checker picks a precise one).
@@ -165,11 +172,13 @@ impl<R: Reclaim> SeqlockGate<R> {
         (before & !APPEND_LOCK == after & !APPEND_LOCK).then_some(result)
     }
 
-    /// A validated read, optimistic first, pessimistic after too many restarts.
+    /// A validated read, optimistic first, pessimistic after too many
+    /// restarts, counted in `restarts` and `fallbacks`.
     fn validated<T>(
         &self,
         mut f: impl FnMut(&View<'_, R>) -> T,
         mut before: impl FnMut() -> u64,
+        (restarts, fallbacks): (&StatCounter, &StatCounter),
     ) -> (T, u64) {
         let pin = R::pin();
         for _ in 0..MAX_OPTIMISTIC {
@@ -177,10 +186,10 @@ impl<R: Reclaim> SeqlockGate<R> {
             if let Some(result) = self.optimistic(&pin, &mut f) {
                 return (result, token);
             }
-            OPTIMISTIC_RESTARTS.bump();
+            restarts.bump();
             spin_loop();
         }
-        PESSIMISTIC_FALLBACKS.bump();
+        fallbacks.bump();
         let unlocked = self.lock();
         let token = before();
         let result = f(&View::new(&self.payload, &pin));
@@ -215,12 +224,14 @@ unsafe impl<R: Reclaim> ShapeGate for SeqlockGate<R> {
     }
 
     fn read<T>(&self, f: impl FnMut(&View<'_, R>) -> T) -> T {
-        self.validated(f, || 0).0
+        let counters = (&OPTIMISTIC_RESTARTS, &PESSIMISTIC_FALLBACKS);
+        self.validated(f, || 0, counters).0
     }
 
     fn plan<T>(&self, f: impl FnMut(&View<'_, R>) -> T) -> (T, Version) {
         // Acquire: a plan that sees a version sees the payload it covers.
-        let (result, version) = self.validated(f, || self.plan.load(Ordering::Acquire));
+        let counters = (&PLAN_RESTARTS, &PLAN_FALLBACKS);
+        let (result, version) = self.validated(f, || self.plan.load(Ordering::Acquire), counters);
         (result, Version(version))
     }
 

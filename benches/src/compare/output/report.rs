@@ -219,7 +219,9 @@ pub struct Report {
 /// What the tables' units and columns mean.
 pub const LEGEND: &str = "times in ns; read = find_matches service time during the run; \
 read-only = the same lookups on the drained final tree with no writer; \
-restarts/read and fallbacks: seqlock optimistic-read counters over the run";
+restarts/read and fallbacks: lookups' retries over the run (seqlock: optimistic \
+restarts and writer-lock fallbacks; epoch: reads re-run under the node mutex, no restarts; \
+writers' plans counted apart)";
 
 fn rate(value: Option<f64>) -> String {
     match value {
