@@ -1,0 +1,199 @@
+#!/usr/bin/env python3
+"""Keep-up curves: update latency and backlog at several offered rates, per
+strategy (every gate with the fast path on, and upstream 1.6.1), written to
+papers/results/keepup.md, keepup.json and keepup-update-p99.svg.
+
+Usage: python3 papers/keepup.py [--workload chat|agentx] [--scale S]
+       [--rates R1,R2,...] [--window-s W] [--repeat N] [--out DIR]
+
+Each rate is one `crtc compare --mode keepup` run (built with
+--features all-strategies,upstream) over every row, each row measured N
+times round-robin (--repeat N): figures are medians with min-max. Update
+latency is compare's upper bound of enqueue-to-applied (a flush round trip
+behind sampled events); backlog is what the lanes had not applied when the
+window closed. A rate a row cannot sustain shows as a growing backlog and
+update latency; the saturation point is the first rate whose backlog at
+window end exceeds 1% of the events offered. Runs use compare's default
+lanes and readers (never more busy threads than cores). The revision and the
+tree's state are read before anything is written.
+"""
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FEATURES = "all-strategies,upstream"
+BINARY = os.path.join(ROOT, "target", "release", "crtc")
+DEFAULT_RATES = "5000,10000,20000,40000,80000,160000,320000"
+COLOURS = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02"]
+
+
+def run(cmd):
+    return subprocess.run(cmd, cwd=ROOT, check=True, text=True, capture_output=True).stdout
+
+
+def provenance(args, argv):
+    revision = run(["git", "rev-parse", "HEAD"]).strip()
+    dirty = bool(run(["git", "status", "--porcelain", "--untracked-files=no"]).strip())
+    return {
+        "command": "python3 papers/keepup.py " + " ".join(argv),
+        "revision": revision + (" (with uncommitted changes)" if dirty else ""),
+        "rustc": run(["rustc", "-V"]).strip(),
+        "machine": f"{os.cpu_count()} logical cores, 1-minute load average "
+                   f"{os.getloadavg()[0]:.2f} at start",
+        "workload": f"{args.workload} preset, scale {args.scale}",
+        "window": f"{args.window_s} s per row",
+        "repeats": args.repeat,
+        "features": FEATURES,
+    }
+
+
+def keepup(args, rate):
+    """Rows of one keep-up run at `rate`: {label: row}."""
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        cmd = [BINARY, "compare", "--mode", "keepup", "--workload", args.workload,
+               "--scale", str(args.scale), "--rate", str(rate), "--window-s", str(args.window_s),
+               "--repeat", str(args.repeat), "--json", out.name]
+        print("running:", " ".join(cmd), file=sys.stderr)
+        run(cmd)
+        with open(out.name) as f:
+            report = json.load(f)
+    rows = {}
+    for row in report["rows"]:
+        if row["mode"] != "keepup" or row["fast_path"] is False:
+            continue
+        rows[row["strategy"]] = row
+    return rows
+
+
+def cell(row, key, scale=1.0, fmt="{:.0f}"):
+    value = row.get(key)
+    if value is None:
+        return "–"
+    text = fmt.format(value / scale)
+    low_high = row.get("spread", {}).get(key)
+    if low_high and row.get("repeats", 1) > 1:
+        text += f" ({fmt.format(low_high[0] / scale)}–{fmt.format(low_high[1] / scale)})"
+    return text
+
+
+def saturated(row, rate, window):
+    backlog = row.get("backlog_at_end") or 0
+    return backlog > 0.01 * rate * window
+
+
+def table(curves, rates, window):
+    out = []
+    for strategy, by_rate in curves.items():
+        out += [f"### {strategy}", "",
+                "| offered events/s | achieved events/s | update p50 µs | update p99 µs | backlog at end |",
+                "|---:|---:|---:|---:|---:|"]
+        for rate in rates:
+            row = by_rate.get(rate)
+            if not row:
+                continue
+            mark = " (saturated)" if saturated(row, rate, window) else ""
+            out.append(f"| {rate:,} | {cell(row, 'events_per_s')} | "
+                       f"{cell(row, 'update_p50_ns', 1000, '{:.1f}')} | "
+                       f"{cell(row, 'update_p99_ns', 1000, '{:.1f}')} | "
+                       f"{row.get('backlog_at_end')}{mark} |")
+        out.append("")
+    return out
+
+
+def svg(curves, rates, path, command):
+    """Update p99 (µs, log) against the offered rate (log), one line per
+    strategy, error bars from the repeats' min-max."""
+    width, height, left, right, top, bottom = 760, 440, 80, 200, 40, 60
+    points = [(r, row["update_p99_ns"] / 1000, row.get("spread", {}).get("update_p99_ns"))
+              for by_rate in curves.values() for r, row in by_rate.items()
+              if row.get("update_p99_ns")]
+    if not points:
+        return
+    ys = [p[1] for p in points] + [s[1] / 1000 for _, _, s in points if s]
+    ylo, yhi = math.log10(min(ys) * 0.8), math.log10(max(ys) * 1.25)
+    xlo, xhi = math.log10(min(rates) * 0.8), math.log10(max(rates) * 1.25)
+    x = lambda v: left + (math.log10(v) - xlo) / (xhi - xlo) * (width - left - right)
+    y = lambda v: height - bottom - (math.log10(v) - ylo) / (yhi - ylo) * (height - top - bottom)
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+             f'font-family="sans-serif" font-size="12">',
+             f'<!-- generated by: {command} -->',
+             f'<text x="{width / 2}" y="20" text-anchor="middle">Keep-up: update p99 against '
+             f'offered rate (median of repeats, bars min-max)</text>',
+             f'<line x1="{left}" y1="{height - bottom}" x2="{width - right}" y2="{height - bottom}" stroke="black"/>',
+             f'<line x1="{left}" y1="{top}" x2="{left}" y2="{height - bottom}" stroke="black"/>',
+             f'<text x="{(left + width - right) / 2}" y="{height - 15}" text-anchor="middle">'
+             f'offered rate, events/s (log)</text>',
+             f'<text x="18" y="{(top + height - bottom) / 2}" text-anchor="middle" '
+             f'transform="rotate(-90 18 {(top + height - bottom) / 2})">update p99, µs (log)</text>']
+    for rate in rates:
+        parts.append(f'<text x="{x(rate):.1f}" y="{height - bottom + 16}" text-anchor="middle">'
+                     f'{rate // 1000}k</text>')
+    decade = math.floor(ylo)
+    while decade <= yhi:
+        v = 10 ** decade
+        if ylo <= decade <= yhi:
+            parts.append(f'<text x="{left - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{v:g}</text>')
+            parts.append(f'<line x1="{left}" y1="{y(v):.1f}" x2="{width - right}" y2="{y(v):.1f}" '
+                         f'stroke="#ddd"/>')
+        decade += 1
+    for i, (strategy, by_rate) in enumerate(curves.items()):
+        colour = COLOURS[i % len(COLOURS)]
+        line = [(r, row) for r, row in sorted(by_rate.items()) if row.get("update_p99_ns")]
+        coords = " ".join(f"{x(r):.1f},{y(row['update_p99_ns'] / 1000):.1f}" for r, row in line)
+        parts.append(f'<polyline points="{coords}" fill="none" stroke="{colour}" stroke-width="2"/>')
+        for r, row in line:
+            spread = row.get("spread", {}).get("update_p99_ns")
+            if spread:
+                parts.append(f'<line x1="{x(r):.1f}" y1="{y(spread[0] / 1000):.1f}" x2="{x(r):.1f}" '
+                             f'y2="{y(spread[1] / 1000):.1f}" stroke="{colour}"/>')
+        ly = top + 20 + 18 * i
+        parts.append(f'<line x1="{width - right + 10}" y1="{ly}" x2="{width - right + 30}" y2="{ly}" '
+                     f'stroke="{colour}" stroke-width="2"/>')
+        parts.append(f'<text x="{width - right + 36}" y="{ly + 4}">{strategy}</text>')
+    parts.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(parts) + "\n")
+
+
+def main():
+    argv = sys.argv[1:]
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workload", default="chat", choices=["chat", "agentx"])
+    parser.add_argument("--scale", type=float, default=4)
+    parser.add_argument("--rates", default=DEFAULT_RATES)
+    parser.add_argument("--window-s", type=float, default=2)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--out", default=os.path.join(ROOT, "papers", "results"))
+    args = parser.parse_args()
+    rates = sorted(int(r) for r in args.rates.split(","))
+    header = provenance(args, argv)
+    run(["cargo", "build", "-q", "--release", "-p", "crtc-bench", "--features", FEATURES])
+    curves = {}
+    for rate in rates:
+        for strategy, row in keepup(args, rate).items():
+            curves.setdefault(strategy, {})[rate] = row
+    doc = ["# Keep-up curves: update latency and backlog against the offered rate", ""]
+    doc += [f"- {k}: {v}" for k, v in header.items()]
+    doc += ["", "Generated; do not edit. `a (b–c)` is the median of the repeats (min–max). Update "
+            "latency is an upper bound of enqueue-to-applied (compare's sampled flush probes); a "
+            "row is marked saturated when its backlog at window end exceeds 1% of the events "
+            "offered in the window. Chart: keepup-update-p99.svg.", ""]
+    doc += table(curves, rates, args.window_s)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "keepup.md"), "w") as f:
+        f.write("\n".join(doc))
+    with open(os.path.join(args.out, "keepup.json"), "w") as f:
+        json.dump({"provenance": header, "rates": rates,
+                   "rows": {s: {str(r): row for r, row in c.items()} for s, c in curves.items()}},
+                  f, indent=1, sort_keys=True)
+    svg(curves, rates, os.path.join(args.out, "keepup-update-p99.svg"), header["command"])
+    print("wrote", os.path.join(args.out, "keepup.md"), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
