@@ -5,6 +5,9 @@ papers/results/keepup.md, keepup.json and keepup-update-p99.svg.
 
 Usage: python3 papers/keepup.py [--workload chat|agentx] [--scale S]
        [--rates R1,R2,...] [--window-s W] [--repeat N] [--out DIR]
+       python3 papers/keepup.py --render DIR/keepup.json [--out DIR]
+           (rewrites keepup.md and the chart from a run's JSON, keeping its
+           provenance; no measurement)
 
 Each rate is one `crtc compare --mode keepup` run (built with
 --features all-strategies,upstream) over every row, each row measured N
@@ -81,12 +84,12 @@ def cell(row, key, scale=1.0, fmt="{:.0f}"):
     return text
 
 
-def saturated(row, rate, window):
-    backlog = row.get("backlog_at_end") or 0
-    return backlog > 0.01 * rate * window
+def saturated(row):
+    """Backlog at window end above 1% of the events the row offered."""
+    return (row.get("backlog_at_end") or 0) > 0.01 * row["events"]
 
 
-def table(curves, rates, window):
+def table(curves, rates):
     out = []
     for strategy, by_rate in curves.items():
         out += [f"### {strategy}", "",
@@ -96,7 +99,7 @@ def table(curves, rates, window):
             row = by_rate.get(rate)
             if not row:
                 continue
-            mark = " (saturated)" if saturated(row, rate, window) else ""
+            mark = " (saturated)" if saturated(row) else ""
             out.append(f"| {rate:,} | {cell(row, 'events_per_s')} | "
                        f"{cell(row, 'update_p50_ns', 1000, '{:.1f}')} | "
                        f"{cell(row, 'update_p99_ns', 1000, '{:.1f}')} | "
@@ -169,30 +172,53 @@ def main():
     parser.add_argument("--window-s", type=float, default=2)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--out", default=os.path.join(ROOT, "papers", "results"))
+    parser.add_argument("--render", metavar="JSON")
     args = parser.parse_args()
-    rates = sorted(int(r) for r in args.rates.split(","))
-    header = provenance(args, argv)
-    run(["cargo", "build", "-q", "--release", "-p", "crtc-bench", "--features", FEATURES])
-    curves = {}
-    for rate in rates:
-        for strategy, row in keepup(args, rate).items():
-            curves.setdefault(strategy, {})[rate] = row
+    if args.render:
+        with open(args.render) as f:
+            saved = json.load(f)
+        header, rates = saved["provenance"], saved["rates"]
+        curves = {s: {int(r): row for r, row in c.items()} for s, c in saved["rows"].items()}
+    else:
+        rates = sorted(int(r) for r in args.rates.split(","))
+        header = provenance(args, argv)
+        run(["cargo", "build", "-q", "--release", "-p", "crtc-bench", "--features", FEATURES])
+        curves = {}
+        for rate in rates:
+            for strategy, row in keepup(args, rate).items():
+                curves.setdefault(strategy, {})[rate] = row
+    write(args.out, header, rates, curves)
+
+
+def write(out, header, rates, curves):
     doc = ["# Keep-up curves: update latency and backlog against the offered rate", ""]
     doc += [f"- {k}: {v}" for k, v in header.items()]
     doc += ["", "Generated; do not edit. `a (b–c)` is the median of the repeats (min–max). Update "
             "latency is an upper bound of enqueue-to-applied (compare's sampled flush probes); a "
-            "row is marked saturated when its backlog at window end exceeds 1% of the events "
-            "offered in the window. Chart: keepup-update-p99.svg.", ""]
-    doc += table(curves, rates, args.window_s)
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "keepup.md"), "w") as f:
+            "row is marked saturated when its backlog at window end exceeds 1% of the events it "
+            "offered (at high rates the stream ends before the window). Chart: "
+            "keepup-update-p99.svg.", ""]
+    doc += saturation(curves, rates) + [""] + table(curves, rates)
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "keepup.md"), "w") as f:
         f.write("\n".join(doc))
-    with open(os.path.join(args.out, "keepup.json"), "w") as f:
+    with open(os.path.join(out, "keepup.json"), "w") as f:
         json.dump({"provenance": header, "rates": rates,
                    "rows": {s: {str(r): row for r, row in c.items()} for s, c in curves.items()}},
                   f, indent=1, sort_keys=True)
-    svg(curves, rates, os.path.join(args.out, "keepup-update-p99.svg"), header["command"])
-    print("wrote", os.path.join(args.out, "keepup.md"), file=sys.stderr)
+    svg(curves, rates, os.path.join(out, "keepup-update-p99.svg"), header["command"])
+    print("wrote", os.path.join(out, "keepup.md"), file=sys.stderr)
+
+
+def saturation(curves, rates):
+    """One line per strategy: the highest rate it kept up with, the first it did not."""
+    out = ["| strategy | highest rate kept up | first saturated rate |", "|---|---:|---:|"]
+    for strategy, by_rate in curves.items():
+        kept = [r for r in rates if r in by_rate and not saturated(by_rate[r])]
+        lost = [r for r in rates if r in by_rate and saturated(by_rate[r])]
+        out.append(f"| {strategy} | {max(kept):,} | {min(lost):,} |" if kept and lost else
+                   f"| {strategy} | {max(kept, default=0):,} | {min(lost) if lost else 'none'} |")
+    return out
 
 
 if __name__ == "__main__":
