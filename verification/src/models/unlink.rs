@@ -23,7 +23,9 @@
 //!
 //! Negative control: `SweepFreesBeforeGrace` (the sweep frees the child map
 //! it replaces at once, and the unlinked leaf when it drops its candidates)
-//! is caught by U1 as `no-free-while-held`.
+//! is caught by U1 as `no-free-while-held` in CI, under every gate; U2
+//! catches it too, on the same property (`CRTC_MUTANT_MATRIX=1 .ci/loom.sh
+//! mutants` runs it there).
 
 use super::{
     grace, is_fast, model_config, observe, query, remove, run_once, store, summarize, Explorer,
