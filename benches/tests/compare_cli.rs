@@ -274,6 +274,21 @@ fn repeats_report_medians_with_ranges_for_the_chosen_strategies() {
     }
     assert!(report.header().contains("medians of 3 repeats"));
     assert!(report.render().contains("range over repeats"));
+    // Error bars: each throughput bar of a repeated run gains a whisker
+    // (three segments) that the same report drawn as one run lacks.
+    let mut single = report.clone();
+    single.rows.iter_mut().for_each(|r| r.repeats = 1);
+    let segments = |report: &compare::Report, name: &str| {
+        let dir = scratch(name);
+        compare::plots::write_plots(report, &dir, "").expect("plots");
+        let svg = std::fs::read_to_string(dir.join("throughput.svg")).expect("throughput.svg");
+        let _ = std::fs::remove_dir_all(&dir);
+        svg.matches("<polyline").count()
+    };
+    assert_eq!(
+        segments(&report, "bars-repeated"),
+        segments(&single, "bars-single") + 3 * report.rows.len()
+    );
 }
 
 #[test]
