@@ -55,7 +55,7 @@ use super::{
 };
 use crate::property::Property;
 use crate::{check, violated};
-use crtc::types::{RouterEvent, WorkerWithDpRank};
+use crtc::types::{OverlapScores, RouterEvent, WorkerWithDpRank};
 use crtc_strategies::sync::{thread, Arc};
 use crtc_strategies::ShapeGate;
 use std::ops::RangeInclusive;
@@ -377,8 +377,40 @@ impl Model {
     }
 }
 
+/// What one execution produced, gathered (and the tree dropped) before any
+/// check runs, so a failing check leaves no deferred frees behind.
+struct Execution {
+    rejected: Vec<String>,
+    hits: usize,
+    /// L5: A's score for its own query right after its appends.
+    own_read: Option<u32>,
+    /// The reader thread's queries with their scores.
+    concurrent: Vec<(Vec<u64>, OverlapScores)>,
+    /// The reader models' one read, sorted.
+    read: Option<Vec<(WorkerWithDpRank, u32)>>,
+    observed: Observation,
+}
+
 /// One explored execution of `model`.
 fn run<G: ShapeGate>(model: Model, scenario: &Scenario, preliminary: &Preliminary, reads: Reads) {
+    let execution = execute::<G>(model, scenario, reads);
+    check_execution(model, scenario, preliminary, &execution);
+}
+
+/// The queries the reader thread scores: the reader models' one query, else
+/// what `reads` says.
+fn reader_queries(model: Model, scenario: &Scenario, reads: Reads) -> Vec<Vec<u64>> {
+    match (model, reads) {
+        (m, _) if m.is_reader_model() => scenario.queries[..1].to_vec(),
+        (_, Reads::All) => scenario.queries.clone(),
+        (_, Reads::First) => scenario.queries[..1].to_vec(),
+        (_, Reads::None) => Vec::new(),
+    }
+}
+
+/// Runs the writers and the reader on a fresh tree, between the grace
+/// reclaimer's execution bounds.
+fn execute<G: ShapeGate>(model: Model, scenario: &Scenario, reads: Reads) -> Execution {
     grace::begin_execution();
     let (tree, lanes) = scenario.prepare::<G>(model_config(true));
     let tree = Arc::new(tree);
@@ -403,13 +435,8 @@ fn run<G: ShapeGate>(model: Model, scenario: &Scenario, preliminary: &Preliminar
     // execution runs the writers before the reads: loom's DPOR keeps only
     // the last access per location, and a writer that loads a location
     // before storing it would hide an earlier concurrent read of it (see
-    // `gate::dpor_sanity`). L1 reads its query; L2–L4 read `reads`.
-    let queries: Vec<Vec<u64>> = match (model, reads) {
-        (m, _) if m.is_reader_model() => scenario.queries[..1].to_vec(),
-        (_, Reads::All) => scenario.queries.clone(),
-        (_, Reads::First) => scenario.queries[..1].to_vec(),
-        (_, Reads::None) => Vec::new(),
-    };
+    // `gate::dpor_sanity`).
+    let queries = reader_queries(model, scenario, reads);
     let reader = {
         let tree = Arc::clone(&tree);
         thread::spawn(move || {
@@ -430,58 +457,66 @@ fn run<G: ShapeGate>(model: Model, scenario: &Scenario, preliminary: &Preliminar
     let read = model
         .is_reader_model()
         .then(|| concurrent.remove(0).1.sorted());
-    let mut hits = 0;
-    let mut rejected = Vec::new();
-    if let Some(own) = results.iter().find_map(|(_, _, own)| *own) {
+    let outcomes = results.iter().flat_map(|(outcomes, _, _)| outcomes);
+    let hits = outcomes.clone().flatten().filter(|o| is_fast(o)).count();
+    let rejected = outcomes
+        .filter_map(|o| o.as_ref().err().map(ToString::to_string))
+        .collect();
+    let own_read = results.iter().find_map(|(_, _, own)| *own);
+    let observed = observe(&*tree, &scenario.queries);
+    drop(results);
+    drop(tree);
+    grace::end_execution();
+    Execution {
+        rejected,
+        hits,
+        own_read,
+        concurrent,
+        read,
+        observed,
+    }
+}
+
+/// Every check of one execution.
+fn check_execution(model: Model, scenario: &Scenario, preliminary: &Preliminary, e: &Execution) {
+    if let Some(own) = e.own_read {
         check!(
             Property::ReadYourWrites,
             own == 6,
             "L5: A scored {own} for {L5_QUERY:?} right after its own append of block 6"
         );
     }
-    for (outcomes, _, _) in &results {
-        for outcome in outcomes {
-            match outcome {
-                Ok(outcome) => hits += usize::from(is_fast(outcome)),
-                Err(e) => rejected.push(e.to_string()),
-            }
-        }
-    }
-    let observed = observe(&*tree, &scenario.queries);
-    // Everything of this execution is dropped before the checks run, so a
-    // failing check leaves no deferred frees behind.
-    drop(results);
-    drop(tree);
-    grace::end_execution();
     check!(
         Property::Accepted,
-        rejected.is_empty(),
-        "{}: rejected events {rejected:?}",
-        model.name()
+        e.rejected.is_empty(),
+        "{}: rejected events {:?}",
+        model.name(),
+        e.rejected
     );
     let bounds = scenario.read_bounds();
-    for (q, scores) in &concurrent {
-        if let Err(e) = bounds.check(&query(q), scores) {
+    for (q, scores) in &e.concurrent {
+        if let Err(err) = bounds.check(&query(q), scores) {
             violated!(
                 Property::ReadBounds,
-                "{}: a read during the writes broke its bounds: {e}",
+                "{}: a read during the writes broke its bounds: {err}",
                 model.name()
             );
         }
     }
-    if let Some(read) = read {
+    if let Some(read) = &e.read {
         let after = &preliminary.serial[0].scores[0].1;
         check!(
             Property::AtomicRead,
-            read == preliminary.before || &read == after,
+            *read == preliminary.before || read == after,
             "{}: the reader saw {read:?}, neither the before scores {:?} nor the after scores {after:?}",
             model.name(),
             preliminary.before
         );
     }
+    let observed = &e.observed;
     check!(
         Property::SerialOutcome,
-        preliminary.serial.contains(&observed),
+        preliminary.serial.contains(observed),
         "{} ({}): the final state is no serial outcome\n  observed: {observed:#?}\n  serial outcomes: {:#?}",
         model.name(),
         scenario.name,
@@ -489,9 +524,10 @@ fn run<G: ShapeGate>(model: Model, scenario: &Scenario, preliminary: &Preliminar
     );
     check!(
         Property::FastHits,
-        model.fast_hits().contains(&hits),
-        "{}: {hits} fast-path hits, expected {:?}",
+        model.fast_hits().contains(&e.hits),
+        "{}: {} fast-path hits, expected {:?}",
         model.name(),
+        e.hits,
         model.fast_hits()
     );
 }

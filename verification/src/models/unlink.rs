@@ -33,6 +33,7 @@ use super::{
 };
 use crate::property::Property;
 use crate::{check, violated};
+use crtc::tree::SweepStats;
 use crtc::types::{RouterEvent, WorkerWithDpRank};
 use crtc::{Lane, Tree};
 use crtc_strategies::sync::{thread, Arc};
@@ -170,8 +171,28 @@ fn prepare<G: ShapeGate>(fast_path: bool) -> (Tree<G>, Vec<Lane<G>>) {
     (tree, lanes)
 }
 
+/// What one execution produced, gathered (and the tree dropped) before any
+/// check runs.
+struct Execution {
+    /// B's store outcomes, as errors' texts (`None`: accepted), and fast hits.
+    rejected: Vec<String>,
+    hits: usize,
+    /// The sweep's statistics (`None`: it found another sweep in flight).
+    swept: Option<SweepStats>,
+    /// U1: the reader's scores, sorted.
+    read: Option<Vec<(WorkerWithDpRank, u32)>>,
+    observed: Observation,
+}
+
 /// One explored execution of `model`.
 fn run<G: ShapeGate>(model: UnlinkModel, expected: &Expected) {
+    let execution = execute::<G>(model);
+    check_execution(model, expected, &execution);
+}
+
+/// Runs B's stores, the sweep and the reader on a fresh tree, between the
+/// grace reclaimer's execution bounds.
+fn execute<G: ShapeGate>(model: UnlinkModel) -> Execution {
     grace::begin_execution();
     let (tree, mut lanes) = prepare::<G>(true);
     let tree = Arc::new(tree);
@@ -193,22 +214,38 @@ fn run<G: ShapeGate>(model: UnlinkModel, expected: &Expected) {
     };
     let read =
         (model == UnlinkModel::U1).then(|| tree.find_matches(&query(&INTO_LEAF), false).sorted());
-    let outcomes = writer.map(|w| w.join().expect("the writer panicked").0);
+    let outcomes = writer
+        .map(|w| w.join().expect("the writer panicked").0)
+        .unwrap_or_default();
     let swept = sweeper.join().expect("the sweeper panicked");
     let observed = observe(&*tree, &UnlinkModel::queries());
     drop((lanes, tree));
     grace::end_execution();
-    let Some(swept) = swept else {
+    Execution {
+        rejected: outcomes
+            .iter()
+            .filter_map(|o| o.as_ref().err().map(ToString::to_string))
+            .collect(),
+        hits: outcomes.iter().flatten().filter(|o| is_fast(o)).count(),
+        swept,
+        read,
+        observed,
+    }
+}
+
+/// Every check of one execution.
+fn check_execution(model: UnlinkModel, expected: &Expected, e: &Execution) {
+    let Some(swept) = &e.swept else {
         violated!(
             Property::OneSweep,
             "{}: the sweep found one in flight",
             model.name()
         );
     };
-    if let Some(read) = read {
+    if let Some(read) = &e.read {
         check!(
             Property::AtomicRead,
-            read == expected.before,
+            *read == expected.before,
             "U1: the reader saw {read:?}, not {:?} (the unlink changes no score)",
             expected.before
         );
@@ -219,30 +256,27 @@ fn run<G: ShapeGate>(model: UnlinkModel, expected: &Expected) {
             swept.unlinked
         );
     }
-    let outcomes = outcomes.unwrap_or_default();
-    let rejected: Vec<String> = outcomes
-        .iter()
-        .filter_map(|o| o.as_ref().err().map(ToString::to_string))
-        .collect();
     check!(
         Property::Accepted,
-        rejected.is_empty(),
-        "{}: rejected events {rejected:?}",
-        model.name()
+        e.rejected.is_empty(),
+        "{}: rejected events {:?}",
+        model.name(),
+        e.rejected
     );
+    let observed = &e.observed;
     check!(
         Property::SerialOutcome,
-        expected.serial.contains(&observed),
+        expected.serial.contains(observed),
         "{}: the final state is no serial outcome\n  observed: {observed:#?}\n  serial outcomes: {:#?}",
         model.name(),
         expected.serial
     );
-    let hits = outcomes.iter().flatten().filter(|o| is_fast(o)).count();
     let want = usize::from(model == UnlinkModel::U2);
     check!(
         Property::FastHits,
-        hits == want,
-        "{}: {hits} fast-path hits, expected {want}",
-        model.name()
+        e.hits == want,
+        "{}: {} fast-path hits, expected {want}",
+        model.name(),
+        e.hits
     );
 }

@@ -179,7 +179,9 @@ fn memory_targets(out: &mut String, reports: &[(&str, &Report)]) {
 /// The issues' targets against `reports` (stem, report): capacity and
 /// reader targets (issue 7), lane CPU and memory targets (issue 13).
 pub fn targets_markdown(reports: &[(&str, &Report)]) -> String {
-    let mut out = String::from("# Efficiency targets (lane CPU, capacity, reader p99, memory), measured in this run\n\n");
+    let mut out = String::from(
+        "# Efficiency targets (lane CPU, capacity, reader p99, memory), measured in this run\n\n",
+    );
     if let Some((_, first)) = reports.first() {
         out.push_str(&provenance(first));
     }
