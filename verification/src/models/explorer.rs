@@ -45,21 +45,16 @@ pub trait Explorer {
     fn explore(&self, f: Box<dyn Fn() + Send + Sync>) -> u64;
     /// [`Explorer::explore`], stopping after `cap` executions if given (loom
     /// explores depth-first, so a capped run covers the prefix of the
-    /// search). Checkers without a cap ignore it.
-    fn explore_capped(&self, f: Box<dyn Fn() + Send + Sync>, cap: Option<u64>) -> u64 {
-        let _ = cap;
-        self.explore(f)
-    }
-    /// [`Explorer::explore_capped`] at preemption bound `bound` instead of
-    /// the configured one, if given (loom; other checkers ignore it).
+    /// search), at preemption bound `bound` instead of the configured one if
+    /// given. Checkers without a cap or a bound (shuttle) ignore them.
     fn explore_bounded(
         &self,
         f: Box<dyn Fn() + Send + Sync>,
         cap: Option<u64>,
         bound: Option<usize>,
     ) -> u64 {
-        let _ = bound;
-        self.explore_capped(f, cap)
+        let _ = (cap, bound);
+        self.explore(f)
     }
     /// Runs `f` once inside the checker's runtime (single-threaded setup
     /// that needs the facade's primitives, e.g. serial outcomes).
@@ -93,10 +88,7 @@ macro_rules! loom_explorer {
 
         impl $crate::models::Explorer for $name {
             fn explore(&self, f: Box<dyn Fn() + Send + Sync>) -> u64 {
-                $crate::models::Explorer::explore_capped(self, f, None)
-            }
-            fn explore_capped(&self, f: Box<dyn Fn() + Send + Sync>, cap: Option<u64>) -> u64 {
-                $crate::models::Explorer::explore_bounded(self, f, cap, None)
+                $crate::models::Explorer::explore_bounded(self, f, None, None)
             }
             fn explore_bounded(
                 &self,

@@ -5,6 +5,7 @@
 
 use super::events::{apply_ok, model_config, query};
 use crate::chain::chain_hash;
+use crate::property::Property;
 use crtc::types::{
     ExternalSequenceBlockHash, KvCacheEventData, LocalBlockHash, OverlapScores, RouterEvent,
     WorkerWithDpRank,
@@ -48,6 +49,27 @@ pub fn observe<G: ShapeGate>(tree: &Tree<G>, queries: &[Vec<u64>]) -> Observatio
         dump,
         nodes: tree.node_count(),
     }
+}
+
+/// The checks every tree model ends with: no event was refused, and the
+/// final state is one of the serial outcomes. `label` names the model in
+/// the messages.
+pub fn check_accepted_and_serial(
+    label: &str,
+    rejected: &[String],
+    observed: &Observation,
+    serial: &[Observation],
+) {
+    crate::check!(
+        Property::Accepted,
+        rejected.is_empty(),
+        "{label}: rejected events {rejected:?}"
+    );
+    crate::check!(
+        Property::SerialOutcome,
+        serial.contains(observed),
+        "{label}: the final state is no serial outcome\n  observed: {observed:#?}\n  serial outcomes: {serial:#?}"
+    );
 }
 
 /// A held block: its rank, the block and the block it follows.

@@ -50,8 +50,8 @@
 //! anything).
 
 use super::{
-    grace, is_fast, model_config, observe, query, rank, remove, run_once, store, summarize_capped,
-    Explorer, NamedModel, Observation, Scenario,
+    check_accepted_and_serial, grace, is_fast, model_config, observe, query, rank, remove,
+    run_once, store, summarize_capped, Explorer, NamedModel, Observation, Scenario,
 };
 use crate::property::Property;
 use crate::{check, violated};
@@ -486,13 +486,6 @@ fn check_execution(model: Model, scenario: &Scenario, preliminary: &Preliminary,
             "L5: A scored {own} for {L5_QUERY:?} right after its own append of block 6"
         );
     }
-    check!(
-        Property::Accepted,
-        e.rejected.is_empty(),
-        "{}: rejected events {:?}",
-        model.name(),
-        e.rejected
-    );
     let bounds = scenario.read_bounds();
     for (q, scores) in &e.concurrent {
         if let Err(err) = bounds.check(&query(q), scores) {
@@ -513,14 +506,11 @@ fn check_execution(model: Model, scenario: &Scenario, preliminary: &Preliminary,
             preliminary.before
         );
     }
-    let observed = &e.observed;
-    check!(
-        Property::SerialOutcome,
-        preliminary.serial.contains(observed),
-        "{} ({}): the final state is no serial outcome\n  observed: {observed:#?}\n  serial outcomes: {:#?}",
-        model.name(),
-        scenario.name,
-        preliminary.serial
+    check_accepted_and_serial(
+        &format!("{} ({})", model.name(), scenario.name),
+        &e.rejected,
+        &e.observed,
+        &preliminary.serial,
     );
     check!(
         Property::FastHits,

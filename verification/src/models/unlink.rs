@@ -28,8 +28,8 @@
 //! mutants` runs it there).
 
 use super::{
-    grace, is_fast, model_config, observe, query, remove, run_once, store, summarize, Explorer,
-    NamedModel, Observation,
+    check_accepted_and_serial, grace, is_fast, model_config, observe, query, remove, run_once,
+    store, summarize, Explorer, NamedModel, Observation,
 };
 use crate::property::Property;
 use crate::{check, violated};
@@ -256,21 +256,7 @@ fn check_execution(model: UnlinkModel, expected: &Expected, e: &Execution) {
             swept.unlinked
         );
     }
-    check!(
-        Property::Accepted,
-        e.rejected.is_empty(),
-        "{}: rejected events {:?}",
-        model.name(),
-        e.rejected
-    );
-    let observed = &e.observed;
-    check!(
-        Property::SerialOutcome,
-        expected.serial.contains(observed),
-        "{}: the final state is no serial outcome\n  observed: {observed:#?}\n  serial outcomes: {:#?}",
-        model.name(),
-        expected.serial
-    );
+    check_accepted_and_serial(model.name(), &e.rejected, &e.observed, &expected.serial);
     let want = usize::from(model == UnlinkModel::U2);
     check!(
         Property::FastHits,
