@@ -6,12 +6,24 @@
 //! waits for a common start instant a few milliseconds ahead; the issuer
 //! then enqueues every write (worker removals run synchronously, as they do
 //! in a router) and calls `flush`; the elapsed time ends when the flush
-//! returns. Readers wait until the lanes applied a first event, then loop
-//! over the lookup list from staggered positions, time each call, and stop
-//! once the issuer is done; together they keep at most
+//! returns. Readers wait until the issuer has enqueued the last write, then
+//! loop over the lookup list from staggered positions, time each call, and
+//! stop once the drain is over; together they keep at most
 //! [`SAMPLE_BUDGET_BYTES`] of timings (the latest ones, a ring per reader),
-//! however many readers or lookups there are. As in upstream's overloaded replay, lookups run against a tree that
-//! is still growing, so read cost is understated compared with keep-up mode.
+//! however many readers or lookups there are.
+//!
+//! Why readers wait for the issuer: while it enqueues, the issuer is a busy
+//! thread besides the lanes, and with the readers the run would have one
+//! busy thread more than `compare` allows (lanes plus readers at most the
+//! cores). Reading from the first applied event instead put the issuer, a
+//! lane and a reader on two cores for the first quarter of a run, and the
+//! preempted lookups made the run p99 of the lock-free gates 32 to 59 µs on
+//! agentx and chat where a keep-up run (issuer asleep) gives 2 µs. The reads
+//! therefore cover the drain: the lanes applying the backlog the issuer
+//! left, which is most of a run when the lanes are the bottleneck (each
+//! row's `read samples` says how many lookups ran). As in upstream's
+//! overloaded replay, lookups run against a tree that is still growing, so
+//! read cost is understated compared with keep-up mode.
 
 use crate::compare::measurement::measure::sleep_until;
 use crate::compare::measurement::plan::{issue, join_all, spawn, timed_lookup, Plan};
@@ -50,20 +62,18 @@ fn read_loop(
     backend: Arc<dyn Backend>,
     queries: Arc<Vec<Vec<LocalBlockHash>>>,
     first: usize,
-    start: Instant,
-    stop: Arc<AtomicBool>,
+    flags: RunFlags,
     keep: usize,
 ) -> (Vec<u64>, u64) {
     let mut samples = Vec::new();
     if queries.is_empty() {
         return (samples, 0);
     }
-    sleep_until(start);
-    // Reads start with the first applied event, not against the empty tree
-    // (an empty-tree lookup is nearly free and would crowd the percentiles).
-    // Acquire: pairs with the issuer's Release once the drain is over.
-    while backend.applied() == 0 && !stop.load(Ordering::Acquire) {
-        crtc_strategies::sync::thread::sleep(Duration::from_micros(20));
+    let RunFlags { enqueued, stop } = flags;
+    // Reads start once the issuer is idle (module docs). Acquire: pairs
+    // with the issuer's Release stores of either flag.
+    while !enqueued.load(Ordering::Acquire) && !stop.load(Ordering::Acquire) {
+        crtc_strategies::sync::thread::sleep(Duration::from_micros(50));
     }
     let (mut next, mut taken) = (first % queries.len(), 0usize);
     // Acquire: pairs with the issuer's Release once the drain is over.
@@ -80,6 +90,15 @@ fn read_loop(
     (samples, taken as u64)
 }
 
+/// The issuer's two signals to the readers.
+#[derive(Clone, Default)]
+struct RunFlags {
+    /// The last write is enqueued: reads may start.
+    enqueued: Arc<AtomicBool>,
+    /// The drain is over (or the run failed): reads stop.
+    stop: Arc<AtomicBool>,
+}
+
 /// Runs the capacity mode of `plan` on `backend` with `readers` reader
 /// threads.
 pub fn run(
@@ -89,19 +108,19 @@ pub fn run(
     progress: &ProgressBar,
 ) -> Result<CapacityRun, String> {
     let ops = plan.ops.clone();
-    let stop = Arc::new(AtomicBool::new(false));
+    let flags = RunFlags::default();
     let start = Instant::now() + START_DELAY;
     let keep = samples_per_reader(readers);
     let handles = (0..readers)
         .map(|k| {
-            let (backend, queries, stop) = (
+            let (backend, queries, flags) = (
                 Arc::clone(&backend),
                 Arc::clone(&plan.queries),
-                Arc::clone(&stop),
+                flags.clone(),
             );
             let first = k * plan.queries.len() / readers.max(1);
             spawn(format!("crtc-reader-{k}"), move || {
-                read_loop(backend, queries, first, start, stop, keep)
+                read_loop(backend, queries, first, flags, keep)
             })
         })
         .collect::<Result<Vec<_>, String>>();
@@ -109,7 +128,7 @@ pub fn run(
         Ok(handles) => handles,
         Err(e) => {
             // Release: lets readers already started see the stop.
-            stop.store(true, Ordering::Release);
+            flags.stop.store(true, Ordering::Release);
             return Err(e);
         }
     };
@@ -122,10 +141,12 @@ pub fn run(
             progress.set_position(i as u64);
         }
     }
+    // Release: the readers' Acquire load starts their loops.
+    flags.enqueued.store(true, Ordering::Release);
     backend.flush();
     let elapsed = begin.elapsed();
     // Release: the readers' Acquire load ends their loops.
-    stop.store(true, Ordering::Release);
+    flags.stop.store(true, Ordering::Release);
     let (mut reads, mut lookups) = (Vec::new(), 0);
     for handle in handles {
         let (samples, taken) = handle
