@@ -188,6 +188,11 @@ fn the_binary_writes_json_and_plots() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(stdout.contains("read-only p99") && stdout.contains("wrote"));
+    let allocator = format!("allocator {}", compare::measurement::heap::ALLOCATOR);
+    assert!(
+        stdout.contains(&allocator),
+        "the header names the heap: {stdout}"
+    );
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).expect("json written"))
             .expect("valid JSON");
@@ -201,6 +206,15 @@ fn the_binary_writes_json_and_plots() {
         }
     }
     assert!(report["argv"][0].is_string() && report["features"].is_array());
+    let mimalloc = report["features"]
+        .as_array()
+        .expect("features")
+        .contains(&"mimalloc".into());
+    assert_eq!(
+        mimalloc,
+        cfg!(feature = "mimalloc"),
+        "the features name the heap"
+    );
     for chart in compare::plots::CHARTS {
         assert_svg(&plots.join(format!("{chart}.svg")));
     }

@@ -5,6 +5,13 @@
 //! reached).
 
 use criterion::measurement::WallTime;
+
+/// With feature `mimalloc` the benches allocate through mimalloc, as the
+/// `crtc` binary does (see `compare::measurement::heap`).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use criterion::{BenchmarkGroup, BenchmarkId};
 use std::time::Duration;
 

@@ -34,6 +34,7 @@ pub fn features() -> Vec<String> {
         ("epoch", cfg!(feature = "epoch")),
         ("seize", cfg!(feature = "seize")),
         ("upstream", cfg!(feature = "upstream")),
+        ("mimalloc", cfg!(feature = "mimalloc")),
     ]
     .into_iter()
     .filter(|(_, on)| *on)

@@ -1,8 +1,11 @@
 //! Memory counted in full: a counting global allocator and the untimed
 //! replay that reads it.
 //!
+//! The allocator underneath is mimalloc with the default feature `mimalloc`
+//! and the system allocator without it ([`ALLOCATOR`] names it in reports).
+//!
 //! Protocol. The `crtc` binary installs [`CountingAlloc`] as its global
-//! allocator. It forwards every call to the system allocator and, only while
+//! allocator. It forwards every call to the allocator underneath and, only while
 //! counting is switched on, adds each allocation's size to one live-bytes
 //! total and subtracts each deallocation's. Counting is off during every
 //! timed phase (the switch is one Relaxed load per call, so the timed rows
@@ -30,7 +33,20 @@ use crate::compare::measurement::plan::{issue, Plan};
 use crate::compare::subjects::backend::Backend;
 use crtc_strategies::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use crtc_strategies::sync::Arc;
-use std::alloc::{GlobalAlloc, Layout, System};
+use std::alloc::{GlobalAlloc, Layout};
+
+// The allocator every call is forwarded to.
+#[cfg(feature = "mimalloc")]
+use mimalloc::MiMalloc as Inner;
+#[cfg(not(feature = "mimalloc"))]
+use std::alloc::System as Inner;
+
+/// The name of the allocator the binary runs on, for reports.
+pub const ALLOCATOR: &str = if cfg!(feature = "mimalloc") {
+    "mimalloc"
+} else {
+    "system malloc"
+};
 
 /// Live heap bytes allocated while counting was on, minus those freed
 /// while it was on.
@@ -38,7 +54,7 @@ static LIVE: AtomicI64 = AtomicI64::new(0);
 /// Whether allocations are counted.
 static COUNTING: AtomicBool = AtomicBool::new(false);
 
-/// The system allocator, with live bytes counted while switched on.
+/// The allocator underneath, with live bytes counted while switched on.
 pub struct CountingAlloc;
 
 impl CountingAlloc {
@@ -53,13 +69,13 @@ impl CountingAlloc {
     }
 }
 
-// SAFETY: every call forwards to `System` with the same arguments and
+// SAFETY: every call forwards to `Inner` with the same arguments and
 // returns its result unchanged; the counting touches only two atomics and
 // never allocates, so it cannot re-enter the allocator.
 unsafe impl GlobalAlloc for CountingAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: the caller's contract for `alloc` is passed on unchanged.
-        let ptr = unsafe { System.alloc(layout) };
+        let ptr = unsafe { Inner.alloc(layout) };
         if !ptr.is_null() {
             Self::note(layout.size() as i64);
         }
@@ -68,7 +84,7 @@ unsafe impl GlobalAlloc for CountingAlloc {
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: the caller's contract for `alloc_zeroed` is passed on.
-        let ptr = unsafe { System.alloc_zeroed(layout) };
+        let ptr = unsafe { Inner.alloc_zeroed(layout) };
         if !ptr.is_null() {
             Self::note(layout.size() as i64);
         }
@@ -76,14 +92,14 @@ unsafe impl GlobalAlloc for CountingAlloc {
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from this allocator, which is `System`'s.
-        unsafe { System.dealloc(ptr, layout) };
+        // SAFETY: `ptr` came from this allocator, which is `Inner`'s.
+        unsafe { Inner.dealloc(ptr, layout) };
         Self::note(-(layout.size() as i64));
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: the caller's contract for `realloc` is passed on unchanged.
-        let new = unsafe { System.realloc(ptr, layout, new_size) };
+        let new = unsafe { Inner.realloc(ptr, layout, new_size) };
         if !new.is_null() {
             Self::note(new_size as i64 - layout.size() as i64);
         }

@@ -348,7 +348,7 @@ impl Report {
             .map_or_else(String::new, |d| format!(" ({d} distinct)"));
         format!(
             "workload {} (seed {}{scale}): {} events, {} blocks, {} queries{distinct}, decode share {:.1}%, {}; \
-             {} lanes, {} readers, {} cores ({}){}{}{}",
+             {} lanes, {} readers, {} cores ({}), allocator {}{}{}{}",
             w.name,
             w.seed,
             w.events,
@@ -360,6 +360,7 @@ impl Report {
             self.settings.readers,
             self.machine.cores,
             self.machine.cpu_model,
+            crate::compare::measurement::heap::ALLOCATOR,
             self.machine
                 .load_average
                 .map_or_else(String::new, |l| format!(", load average {l:.2} at start")),
