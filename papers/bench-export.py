@@ -67,7 +67,7 @@ def provenance(args):
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "repeats": args.repeat,
         "criterion": f"--warm-up-time {args.warm_up} --measurement-time {args.measure}",
-        "features": FEATURES,
+        "features": FEATURES + " (plus crtc-bench's default feature mimalloc: the allocator)",
         "trace": "none (every group builds its own synthetic tree)",
     }
 

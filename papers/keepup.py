@@ -51,7 +51,7 @@ def provenance(args, argv):
         "workload": f"{args.workload} preset, scale {args.scale}",
         "window": f"{args.window_s} s per row",
         "repeats": args.repeat,
-        "features": FEATURES,
+        "features": FEATURES + " (plus crtc-bench's default feature mimalloc: the allocator)",
     }
 
 
