@@ -70,6 +70,17 @@ impl EdgeIndex {
         }
     }
 
+    /// Heap bytes of the table: its buckets and their control bytes (one
+    /// per bucket, as hashbrown lays them out; its group padding is not
+    /// counted).
+    pub fn bytes(&self) -> usize {
+        self.table.as_ref().map_or(0, |table| {
+            let entry = std::mem::size_of::<(ExternalSequenceBlockHash, u32)>() + 1;
+            // capacity() is 7/8 of the buckets for tables of 8 buckets or more.
+            table.capacity().div_ceil(7) * 8 * entry
+        })
+    }
+
     /// Records that `edge` was truncated (its suffix split off).
     pub fn truncated(&mut self, edge: &[BlockPair]) {
         if self.table.is_some() {
@@ -203,6 +214,20 @@ mod tests {
 
     fn edge(hashes: &[u64]) -> Vec<BlockPair> {
         hashes.iter().map(|&h| BlockPair::new(h, h)).collect()
+    }
+
+    #[test]
+    fn the_table_is_counted_once_it_exists() {
+        let short = edge(&(0..INDEX_THRESHOLD as u64).collect::<Vec<_>>());
+        assert_eq!(
+            EdgeIndex::build(&short).bytes(),
+            0,
+            "short edges keep no table"
+        );
+        let long = edge(&(0..1000).collect::<Vec<_>>());
+        let bytes = EdgeIndex::build(&long).bytes();
+        // 1,000 entries need 2,048 buckets of 16 bytes plus a control byte.
+        assert_eq!(bytes, 2048 * 17);
     }
 
     #[test]

@@ -311,6 +311,7 @@ impl PlainShape {
         std::mem::size_of::<Self>()
             + self.edge.capacity() * std::mem::size_of::<BlockPair>()
             + self.cutoffs.capacity() * std::mem::size_of::<(Slot, u32)>()
+            + self.index.bytes()
     }
 }
 
