@@ -31,7 +31,7 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FEATURES = "all-strategies,upstream"
 BINARY = os.path.join(ROOT, "target", "release", "crtc")
-DEFAULT_RATES = "5000,10000,20000,40000,80000,160000,320000"
+DEFAULT_RATES = "20000,80000,160000,320000,480000,640000,960000,1280000"
 COLOURS = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02"]
 
 
