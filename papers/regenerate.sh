@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Regenerates every table and figure under papers/results from the checked-out
+# revision, in one command (about 25 minutes on 2 cores; the Mooncake trace
+# is read from ../shared/traces when present, and skipped with a note when not):
+#
+#   papers/regenerate.sh
+#
+# Every generator writes into target/papers-scratch/results first (the path its
+# files then name) and the results are copied over papers/results only at the end, so each file records the
+# revision it ran at with a clean tree (a generator that ran after another had
+# written into papers/results would otherwise see tracked files modified and
+# mark its output "(with uncommitted changes)"). The tree must be clean when
+# this starts. papers/results/verification.md is not regenerated here: it
+# comes from .ci/deep.sh, which takes hours (see the README).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
+    echo "regenerate: the tree has uncommitted changes; commit or stash them first" >&2
+    exit 2
+fi
+scratch=target/papers-scratch
+rm -rf "$scratch"
+mkdir -p "$scratch/results/system-malloc"
+
+step() {
+    echo "== $1 ($(date -u +%H:%M:%S))"
+}
+
+step "build (mimalloc, the default allocator, and the system allocator)"
+cargo build --release --quiet -p crtc-bench --features all-strategies,upstream
+CARGO_TARGET_DIR=target/sysmalloc cargo build --release --quiet -p crtc-bench \
+    --no-default-features --features all-strategies,upstream
+
+step "crtc compare --paper (mimalloc)"
+./target/release/crtc compare --paper "$scratch/results" --scale 4 --repeat 5
+step "crtc compare --paper (system allocator)"
+./target/sysmalloc/release/crtc compare --paper "$scratch/results/system-malloc" --scale 4 --repeat 3
+step "criterion groups (papers/bench-export.py)"
+python3 papers/bench-export.py --repeat 5 --out "$scratch/results"
+step "keep-up curves (papers/keepup.py)"
+python3 papers/keepup.py --out "$scratch/results"
+step "scaling (papers/scaling.py)"
+python3 papers/scaling.py --out "$scratch/results"
+step "code size (papers/code-size.py)"
+python3 papers/code-size.py "$scratch/results/code-size.md"
+
+step "copy into papers/results"
+cp -r "$scratch/results/." papers/results/
+git status --short papers/results
