@@ -29,11 +29,10 @@ import os
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FEATURES = "all-strategies,upstream"
+from generator import FEATURES, ROOT, provenance, run
+
 GATES = ["rwlock", "seqlock", "epoch-crossbeam", "epoch-seize", "upstream-1.6.1"]
 PERCENTILE = re.compile(
     r"^mixed_1r1w/(?P<gate>[\w.-]+)/reader/(?P<mode>no_writer|decode_storm): (?P<reads>\d+) reads, "
@@ -45,31 +44,14 @@ RETRIES = re.compile(r"^mixed_1r1w/(?P<gate>[\w.-]+): .*per read: seqlock restar
                      r"fallbacks (?P<fallbacks>[\d.]+), epoch locked re-reads (?P<rereads>[\d.]+)")
 
 
-def run(cmd, **kw):
-    return subprocess.run(cmd, cwd=ROOT, check=True, text=True, capture_output=True, **kw).stdout
-
-
-def provenance(args):
-    revision = run(["git", "rev-parse", "HEAD"]).strip()
-    dirty = bool(run(["git", "status", "--porcelain", "--untracked-files=no"]).strip())
-    model = "unknown"
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    return {
-        "command": "python3 papers/bench-export.py " + " ".join(sys.argv[1:]),
-        "revision": revision + (" (with uncommitted changes)" if dirty else ""),
-        "rustc": run(["rustc", "-V"]).strip(),
-        "machine": f"{os.cpu_count()} logical cores, {model}, 1-minute load average "
-                   f"{os.getloadavg()[0]:.2f} at start",
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "repeats": args.repeat,
-        "criterion": f"--warm-up-time {args.warm_up} --measurement-time {args.measure}",
-        "features": FEATURES + " (plus crtc-bench's default feature mimalloc: the allocator)",
-        "trace": "none (every group builds its own synthetic tree)",
-    }
+def describe(args):
+    return provenance(
+        "bench-export.py", sys.argv[1:],
+        date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        repeats=args.repeat,
+        criterion=f"--warm-up-time {args.warm_up} --measurement-time {args.measure}",
+        trace="none (every group builds its own synthetic tree)",
+    )
 
 
 def bench(name, args, extra=()):
@@ -192,7 +174,7 @@ def main():
     args = parser.parse_args()
     if not 1 <= args.repeat <= 20:
         sys.exit("--repeat: 1 to 20")
-    header = provenance(args)
+    header = describe(args)
     runs = mixed(args)
     fresh("tail_append")
     bench("tail_append", args, ["batch=1/"])

@@ -24,35 +24,23 @@ import argparse
 import json
 import math
 import os
-import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FEATURES = "all-strategies,upstream"
+from generator import FEATURES, ROOT, cell, provenance, run
+
 BINARY = os.path.join(ROOT, "target", "release", "crtc")
 DEFAULT_RATES = "20000,80000,160000,320000,480000,640000,960000,1280000"
 COLOURS = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02"]
 
 
-def run(cmd):
-    return subprocess.run(cmd, cwd=ROOT, check=True, text=True, capture_output=True).stdout
-
-
-def provenance(args, argv):
-    revision = run(["git", "rev-parse", "HEAD"]).strip()
-    dirty = bool(run(["git", "status", "--porcelain", "--untracked-files=no"]).strip())
-    return {
-        "command": "python3 papers/keepup.py " + " ".join(argv),
-        "revision": revision + (" (with uncommitted changes)" if dirty else ""),
-        "rustc": run(["rustc", "-V"]).strip(),
-        "machine": f"{os.cpu_count()} logical cores, 1-minute load average "
-                   f"{os.getloadavg()[0]:.2f} at start",
-        "workload": f"{args.workload} preset, scale {args.scale}",
-        "window": f"{args.window_s} s per row",
-        "repeats": args.repeat,
-        "features": FEATURES + " (plus crtc-bench's default feature mimalloc: the allocator)",
-    }
+def describe(args, argv):
+    return provenance(
+        "keepup.py", argv,
+        workload=f"{args.workload} preset, scale {args.scale}",
+        window=f"{args.window_s} s per row",
+        repeats=args.repeat,
+    )
 
 
 def keepup(args, rate):
@@ -71,17 +59,6 @@ def keepup(args, rate):
             continue
         rows[row["strategy"]] = row
     return rows
-
-
-def cell(row, key, scale=1.0, fmt="{:.0f}"):
-    value = row.get(key)
-    if value is None:
-        return "–"
-    text = fmt.format(value / scale)
-    low_high = row.get("spread", {}).get(key)
-    if low_high and row.get("repeats", 1) > 1:
-        text += f" ({fmt.format(low_high[0] / scale)}–{fmt.format(low_high[1] / scale)})"
-    return text
 
 
 def saturated(row):
@@ -181,7 +158,7 @@ def main():
         curves = {s: {int(r): row for r, row in c.items()} for s, c in saved["rows"].items()}
     else:
         rates = sorted(int(r) for r in args.rates.split(","))
-        header = provenance(args, argv)
+        header = describe(args, argv)
         run(["cargo", "build", "-q", "--release", "-p", "crtc-bench", "--features", FEATURES])
         curves = {}
         for rate in rates:

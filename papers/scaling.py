@@ -21,32 +21,20 @@ anything is written.
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FEATURES = "all-strategies,upstream"
+from generator import FEATURES, ROOT, cell, provenance, run
+
 BINARY = os.path.join(ROOT, "target", "release", "crtc")
 
 
-def run(cmd):
-    return subprocess.run(cmd, cwd=ROOT, check=True, text=True, capture_output=True).stdout
-
-
-def provenance(args, argv, cores):
-    revision = run(["git", "rev-parse", "HEAD"]).strip()
-    dirty = bool(run(["git", "status", "--porcelain", "--untracked-files=no"]).strip())
-    return {
-        "command": "python3 papers/scaling.py " + " ".join(argv),
-        "revision": revision + (" (with uncommitted changes)" if dirty else ""),
-        "rustc": run(["rustc", "-V"]).strip(),
-        "machine": f"{cores} logical cores, 1-minute load average "
-                   f"{os.getloadavg()[0]:.2f} at start",
-        "workload": f"{args.workload} preset, scale {args.scale}",
-        "repeats": args.repeat,
-        "features": FEATURES + " (plus crtc-bench's default feature mimalloc: the allocator)",
-    }
+def describe(args, argv):
+    return provenance(
+        "scaling.py", argv,
+        workload=f"{args.workload} preset, scale {args.scale}",
+        repeats=args.repeat,
+    )
 
 
 def configurations(cores):
@@ -73,17 +61,6 @@ def measure(args, lanes, readers):
         path = {True: " fast", False: " general"}.get(row["fast_path"], "")
         rows[row["strategy"] + path] = row
     return rows
-
-
-def cell(row, key, scale=1.0, fmt="{:.0f}"):
-    value = row.get(key) if row else None
-    if value is None:
-        return "–"
-    text = fmt.format(value / scale)
-    low_high = row.get("spread", {}).get(key)
-    if low_high and row.get("repeats", 1) > 1:
-        text += f" ({fmt.format(low_high[0] / scale)}–{fmt.format(low_high[1] / scale)})"
-    return text
 
 
 def render(meta, results, configs):
@@ -126,7 +103,7 @@ def main():
     parser.add_argument("--out", default=os.path.join(ROOT, "papers", "results"))
     args = parser.parse_args()
     cores = os.cpu_count() or 1
-    meta = provenance(args, sys.argv[1:], cores)
+    meta = describe(args, sys.argv[1:])
     run(["cargo", "build", "-q", "--release", "-p", "crtc-bench", "--features", FEATURES])
     configs = configurations(cores)
     results = {f"{lanes}L{readers}R": measure(args, lanes, readers) for lanes, readers in configs}

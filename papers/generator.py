@@ -1,0 +1,61 @@
+"""What the generators under papers/ share: how they run commands, what they
+record about a run, and how a table cell shows a median with its range.
+Imported by bench-export.py, keepup.py and scaling.py (run as
+`python3 papers/<script>.py`, so this directory is on the import path).
+
+The revision and the tree's state are read when `provenance` is called; the
+generators call it before they write anything, so writing their output cannot
+mark the tree dirty.
+"""
+import os
+import subprocess
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The features every generator builds crtc-bench with; mimalloc (the
+# allocator) is crtc-bench's default feature and comes on top.
+FEATURES = "all-strategies,upstream"
+
+
+def run(cmd, **kw):
+    """Runs `cmd` in the repository root; its stdout, or an exception."""
+    return subprocess.run(cmd, cwd=ROOT, check=True, text=True, capture_output=True, **kw).stdout
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
+def provenance(script, argv, **fields):
+    """Command, revision, rustc, machine and features of this run, with the
+    generator's own `fields` (in order) before the features."""
+    revision = run(["git", "rev-parse", "HEAD"]).strip()
+    dirty = bool(run(["git", "status", "--porcelain", "--untracked-files=no"]).strip())
+    return {
+        "command": f"python3 papers/{script} " + " ".join(argv),
+        "revision": revision + (" (with uncommitted changes)" if dirty else ""),
+        "rustc": run(["rustc", "-V"]).strip(),
+        "machine": f"{os.cpu_count()} logical cores, {cpu_model()}, 1-minute load average "
+                   f"{os.getloadavg()[0]:.2f} at start",
+        **fields,
+        "features": FEATURES + " (plus crtc-bench's default feature mimalloc: the allocator)",
+    }
+
+
+def cell(row, key, scale=1.0, fmt="{:.0f}"):
+    """`row[key] / scale` formatted, with the repeats' min-max when there
+    were several; an en dash when the row or the figure is missing."""
+    value = row.get(key) if row else None
+    if value is None:
+        return "–"
+    text = fmt.format(value / scale)
+    low_high = row.get("spread", {}).get(key)
+    if low_high and row.get("repeats", 1) > 1:
+        text += f" ({fmt.format(low_high[0] / scale)}–{fmt.format(low_high[1] / scale)})"
+    return text
