@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # Regenerates every table and figure under papers/results from the checked-out
-# revision, in one command (about 25 minutes on 2 cores; the Mooncake trace
+# revision, in one command (about 20 minutes on 2 cores; the Mooncake trace
 # is read from ../shared/traces when present, and skipped with a note when not):
 #
 #   papers/regenerate.sh
 #
-# Every generator writes into target/papers-scratch/results first (the path its
-# files then name) and the results are copied over papers/results only at the end, so each file records the
-# revision it ran at with a clean tree (a generator that ran after another had
-# written into papers/results would otherwise see tracked files modified and
-# mark its output "(with uncommitted changes)"). The tree must be clean when
-# this starts. papers/results/verification.md is not regenerated here: it
-# comes from .ci/deep.sh, which takes hours (see the README).
+# Every generator writes into target/papers-scratch/results first (the path
+# its files then name) and the results are copied over papers/results only at
+# the end, so each file records the revision it ran at with a clean tree (a
+# generator that ran after another had written into papers/results would
+# otherwise see tracked files modified and mark its output "(with uncommitted
+# changes)"). The tree must be clean when this starts.
+# papers/results/verification.md is not regenerated here: it comes from
+# .ci/deep.sh, which takes hours (see the README).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

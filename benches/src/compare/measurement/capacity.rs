@@ -15,11 +15,10 @@
 //! Why readers wait for the issuer: while it enqueues, the issuer is a busy
 //! thread besides the lanes, and with the readers the run would have one
 //! busy thread more than `compare` allows (lanes plus readers at most the
-//! cores). Reading from the first applied event instead put the issuer, a
-//! lane and a reader on two cores for the first quarter of a run, and the
-//! preempted lookups made the run p99 of the lock-free gates 32 to 59 µs on
-//! agentx and chat where a keep-up run (issuer asleep) gives 2 µs. The reads
-//! therefore cover the drain: the lanes applying the backlog the issuer
+//! cores), so preemption would enter the read timings. (The lock-free
+//! gates' run p99 of tens of microseconds seen before this rule was glibc
+//! malloc's arena locks, not that overlap: see the feature `mimalloc` in
+//! Cargo.toml.) The reads therefore cover the drain: the lanes applying the backlog the issuer
 //! left, which is most of a run when the lanes are the bottleneck (each
 //! row's `read samples` says how many lookups ran). As in upstream's
 //! overloaded replay, lookups run against a tree that is still growing, so
