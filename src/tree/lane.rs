@@ -75,9 +75,27 @@ fn make_room<K: Eq + std::hash::Hash, V>(map: &mut FxHashMap<K, V>) {
     *map = fresh;
 }
 
+/// An external hash as a lookup key: two 32-bit halves, so that with its
+/// 4-byte [`NodeId`] an entry takes 12 bytes in the table instead of the 16
+/// a `u64` key's alignment would pad it to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Key([u32; 2]);
+
+impl From<ExternalSequenceBlockHash> for Key {
+    fn from(hash: ExternalSequenceBlockHash) -> Self {
+        Self([hash.0 as u32, (hash.0 >> 32) as u32])
+    }
+}
+
+impl std::hash::Hash for Key {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u64(u64::from(self.0[1]) << 32 | u64::from(self.0[0]));
+    }
+}
+
 /// One lane's reverse lookups and node holds.
 pub struct Lane<G: ShapeGate> {
-    ranks: FxHashMap<WorkerWithDpRank, FxHashMap<ExternalSequenceBlockHash, NodeId>>,
+    ranks: FxHashMap<WorkerWithDpRank, FxHashMap<Key, NodeId>>,
     holds: Vec<Option<Hold<G>>>,
     free: Vec<u32>,
     by_addr: FxHashMap<usize, NodeId>,
@@ -160,7 +178,7 @@ impl<G: ShapeGate> Lane<G> {
         rank: WorkerWithDpRank,
         hash: ExternalSequenceBlockHash,
     ) -> Option<NodeId> {
-        self.ranks.get(&rank)?.get(&hash).copied()
+        self.ranks.get(&rank)?.get(&hash.into()).copied()
     }
 
     /// The held node behind `id`, borrowed (no reference count change).
@@ -225,7 +243,7 @@ impl<G: ShapeGate> Lane<G> {
         let map = self.ranks.entry(rank).or_default();
         for hash in hashes {
             make_room(map);
-            match map.insert(hash, id) {
+            match map.insert(hash.into(), id) {
                 Some(old) if old == id => continue,
                 Some(old) => replaced.push(old),
                 None => {}
@@ -263,7 +281,7 @@ impl<G: ShapeGate> Lane<G> {
         let Some(map) = self.ranks.get_mut(&rank) else {
             return false;
         };
-        let Some(id) = map.remove(&hash) else {
+        let Some(id) = map.remove(&hash.into()) else {
             return false;
         };
         shrink_if_sparse(map);
@@ -285,7 +303,7 @@ impl<G: ShapeGate> Lane<G> {
         };
         let mut removed = [0isize; 2];
         for &hash in hashes {
-            if let Entry::Occupied(entry) = map.entry(hash) {
+            if let Entry::Occupied(entry) = map.entry(hash.into()) {
                 if let Some(k) = ids.iter().position(|&id| id == Some(*entry.get())) {
                     entry.remove();
                     removed[k] += 1;
@@ -342,7 +360,7 @@ impl<G: ShapeGate> Lane<G> {
         1 + hashes
             .iter()
             .skip(1)
-            .take_while(|h| map.get(h).is_some_and(|id| ids.contains(id)))
+            .take_while(|&&h| map.get(&h.into()).is_some_and(|id| ids.contains(id)))
             .count()
     }
 }
@@ -462,7 +480,8 @@ impl LaneCounters {
 
 #[cfg(test)]
 mod tests {
-    use super::{make_room, shrink_if_sparse};
+    use super::{make_room, shrink_if_sparse, Key, NodeId};
+    use crate::types::ExternalSequenceBlockHash;
     use rustc_hash::FxHashMap;
 
     #[test]
@@ -476,6 +495,19 @@ mod tests {
         assert_eq!(map.len(), 96);
         assert!(map.capacity() * 8 <= peak, "{} of {peak}", map.capacity());
         assert!(map.capacity() >= 2 * map.len(), "room left to grow");
+    }
+
+    #[test]
+    fn an_entry_takes_twelve_bytes_and_keeps_the_whole_hash() {
+        assert_eq!(std::mem::size_of::<(Key, NodeId)>(), 12);
+        let hash = ExternalSequenceBlockHash(0x0123_4567_89ab_cdef);
+        let mut map: FxHashMap<Key, NodeId> = FxHashMap::default();
+        map.insert(hash.into(), NodeId(1));
+        assert_eq!(map.get(&hash.into()), Some(&NodeId(1)));
+        let high_half_differs = ExternalSequenceBlockHash(0x1123_4567_89ab_cdef);
+        let low_half_differs = ExternalSequenceBlockHash(0x0123_4567_89ab_cdee);
+        assert_eq!(map.get(&high_half_differs.into()), None);
+        assert_eq!(map.get(&low_half_differs.into()), None);
     }
 
     /// Steady churn: `live` entries, then per step one evicted at random and
