@@ -5,8 +5,9 @@
 //! lookup scans from the tail, so the last copy of a repeated hash wins. Longer
 //! edges keep a table from external hash to its last position.
 //!
-//! [`EdgeIndex`] (lock-based gates) is a hash map over a prefix `[0,
-//! indexed)`; the unindexed tail (fewer than [`TAIL_BATCH`] positions) is
+//! [`EdgeIndex`] (lock-based gates) is a table of positions (4 bytes a slot,
+//! the key read from the edge) over a prefix `[0, indexed)`; the unindexed
+//! tail (fewer than [`TAIL_BATCH`] positions) is
 //! scanned first, newest to oldest, so a decode append costs no hashing
 //! until a batch is full. A split rebuilds the (prefix) table, which is
 //! cheap next to the split itself and keeps repeated hashes exact.
@@ -21,7 +22,6 @@
 
 use crate::hash::{BlockPair, ExternalSequenceBlockHash};
 use crate::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use rustc_hash::FxHashMap;
 
 /// Edges longer than this keep a position table.
 pub const INDEX_THRESHOLD: usize = 16;
@@ -29,11 +29,21 @@ pub const INDEX_THRESHOLD: usize = 16;
 /// Appended positions are indexed in batches of this many.
 pub const TAIL_BATCH: usize = 32;
 
-/// The position table of one edge (empty for short edges).
+/// The position table of one edge (empty for short edges): open
+/// addressing over positions alone. A slot holds `position + 1` (0 = empty)
+/// and its key is the edge's external hash at that position, so a slot is 4
+/// bytes and a lookup compares against the edge it indexes. Linear probing
+/// from the hash's Fibonacci home; at most half the slots are used, so a
+/// probe ends at an empty slot after about 1.5 steps on average.
 #[derive(Clone, Debug, Default)]
 pub struct EdgeIndex {
-    table: Option<FxHashMap<ExternalSequenceBlockHash, u32>>,
+    slots: Option<Box<[u32]>>,
     indexed: usize,
+}
+
+/// Home slot of `hash` in a table of `mask + 1` slots.
+fn home(hash: ExternalSequenceBlockHash, mask: usize) -> usize {
+    (hash.0.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize & mask
 }
 
 impl EdgeIndex {
@@ -45,59 +55,72 @@ impl EdgeIndex {
     }
 
     fn rebuild(&mut self, edge: &[BlockPair]) {
-        self.table = (edge.len() > INDEX_THRESHOLD).then(|| {
-            let mut table = FxHashMap::with_capacity_and_hasher(edge.len(), Default::default());
-            for (pos, pair) in edge.iter().enumerate() {
-                table.insert(pair.external, pos as u32);
-            }
-            table
-        });
-        self.indexed = if self.table.is_some() { edge.len() } else { 0 };
+        self.slots = (edge.len() > INDEX_THRESHOLD)
+            .then(|| vec![0; (2 * edge.len()).next_power_of_two()].into_boxed_slice());
+        self.indexed = 0;
+        self.index_through(edge);
     }
 
-    /// Records that `edge` grew at the tail (indexing a full batch at once).
-    pub fn appended(&mut self, edge: &[BlockPair], _old_len: usize) {
-        match &mut self.table {
-            Some(table) if edge.len() - self.indexed >= TAIL_BATCH => {
-                for (pos, pair) in edge.iter().enumerate().skip(self.indexed) {
-                    table.insert(pair.external, pos as u32);
-                }
-                self.indexed = edge.len();
+    /// Indexes `edge[indexed..]`, in order, so a repeat's later position
+    /// replaces the earlier one.
+    fn index_through(&mut self, edge: &[BlockPair]) {
+        let Some(slots) = &mut self.slots else {
+            return;
+        };
+        let mask = slots.len() - 1;
+        for (pos, pair) in edge.iter().enumerate().skip(self.indexed) {
+            let mut at = home(pair.external, mask);
+            while slots[at] != 0 && edge[slots[at] as usize - 1].external != pair.external {
+                at = (at + 1) & mask;
             }
-            Some(_) => {}
-            None if edge.len() > INDEX_THRESHOLD => self.rebuild(edge),
-            None => {}
+            slots[at] = pos as u32 + 1;
+        }
+        self.indexed = edge.len();
+    }
+
+    /// Records that `edge` grew at the tail (indexing a full batch at once;
+    /// a table that would pass half full is rebuilt twice as large).
+    pub fn appended(&mut self, edge: &[BlockPair], _old_len: usize) {
+        match &self.slots {
+            Some(_) if edge.len() - self.indexed < TAIL_BATCH => {}
+            Some(slots) if 2 * edge.len() <= slots.len() => self.index_through(edge),
+            None if edge.len() <= INDEX_THRESHOLD => {}
+            _ => self.rebuild(edge),
         }
     }
 
-    /// Heap bytes of the table: its buckets and their control bytes (one
-    /// per bucket, as hashbrown lays them out; its group padding is not
-    /// counted).
+    /// Heap bytes of the table.
     pub fn bytes(&self) -> usize {
-        self.table.as_ref().map_or(0, |table| {
-            let entry = std::mem::size_of::<(ExternalSequenceBlockHash, u32)>() + 1;
-            // capacity() is 7/8 of the buckets for tables of 8 buckets or more.
-            table.capacity().div_ceil(7) * 8 * entry
-        })
+        self.slots
+            .as_ref()
+            .map_or(0, |slots| std::mem::size_of_val(&**slots))
     }
 
     /// Records that `edge` was truncated (its suffix split off).
     pub fn truncated(&mut self, edge: &[BlockPair]) {
-        if self.table.is_some() {
+        if self.slots.is_some() {
             self.rebuild(edge);
         }
     }
 
     /// Last position of `hash` in `edge`.
     pub fn position(&self, edge: &[BlockPair], hash: ExternalSequenceBlockHash) -> Option<usize> {
-        let Some(table) = &self.table else {
+        let Some(slots) = &self.slots else {
             return edge.iter().rposition(|pair| pair.external == hash);
         };
         let tail = self.indexed.min(edge.len());
-        let recent = edge[tail..].iter().rposition(|pair| pair.external == hash);
-        recent
-            .map(|pos| tail + pos)
-            .or_else(|| table.get(&hash).map(|&pos| pos as usize))
+        if let Some(recent) = edge[tail..].iter().rposition(|pair| pair.external == hash) {
+            return Some(tail + recent);
+        }
+        let mask = slots.len() - 1;
+        let mut at = home(hash, mask);
+        loop {
+            let pos = (slots[at] as usize).checked_sub(1)?;
+            if edge.get(pos).is_some_and(|pair| pair.external == hash) {
+                return Some(pos);
+            }
+            at = (at + 1) & mask;
+        }
     }
 
     /// Position of `hash`, checking `near + 1` and `near - 1` first (removal
@@ -226,8 +249,8 @@ mod tests {
         );
         let long = edge(&(0..1000).collect::<Vec<_>>());
         let bytes = EdgeIndex::build(&long).bytes();
-        // 1,000 entries need 2,048 buckets of 16 bytes plus a control byte.
-        assert_eq!(bytes, 2048 * 17);
+        // 1,000 positions at most half full: 2,048 slots of 4 bytes.
+        assert_eq!(bytes, 2048 * 4);
     }
 
     #[test]
