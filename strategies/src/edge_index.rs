@@ -13,15 +13,18 @@
 //! cheap next to the split itself and keeps repeated hashes exact.
 //!
 //! [`AtomicIndex`] (lock-free readers) is an insert-only open-addressing
-//! table of atomics with a fixed number of slots. Writers (serialized by
-//! the node's lock) store a slot's position, then its key with Release; a
-//! reader loads the key with Acquire, so a key it finds comes with its
-//! position. A position may be newer than the reader's view of the edge
-//! (the writer indexes before it publishes the length), so readers validate
-//! what they find against their own length and pairs.
+//! table of atomic positions with a fixed number of slots; like the plain
+//! table, a slot's key is the edge's hash at its position. Writers
+//! (serialized by the node's lock) store a position with Release after its
+//! pair; a reader loads it with Acquire and compares the hash only at
+//! positions within its own view of the edge. A position may be newer than
+//! that view (the writer indexes before it publishes the length); a probe
+//! that passed such positions without finding the hash says so
+//! ([`Probe::Unsure`]) and the reader decides (the epoch gate scans its
+//! view).
 
 use crate::hash::{BlockPair, ExternalSequenceBlockHash};
-use crate::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use crate::sync::atomic::{AtomicU32, Ordering};
 
 /// Edges longer than this keep a position table.
 pub const INDEX_THRESHOLD: usize = 16;
@@ -147,12 +150,25 @@ impl EdgeIndex {
     }
 }
 
-/// An insert-only atomic table external hash -> latest position + 1 (0 =
-/// empty), read without locks (module docs). Its slot count is fixed; the
-/// owner sizes it so it never fills and replaces it to grow.
+/// What a lock-free probe of an [`AtomicIndex`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Probe {
+    /// The latest position of the hash within the caller's view.
+    Found(usize),
+    /// The hash is not within the caller's view.
+    Absent,
+    /// Not found, but the probe passed positions past the caller's view;
+    /// one of them may be the hash's newer copy, and an older copy may be
+    /// in the view, so the caller must scan it.
+    Unsure,
+}
+
+/// An insert-only atomic table of `latest position + 1` (0 = empty) whose
+/// keys are the edge's external hashes at those positions, read without
+/// locks (module docs): 4 bytes a slot. Its slot count is fixed; the owner
+/// sizes it so it never fills and replaces it to grow.
 pub struct AtomicIndex {
-    keys: Box<[AtomicU64]>,
-    positions: Box<[AtomicU32]>,
+    slots: Box<[AtomicU32]>,
 }
 
 impl std::fmt::Debug for AtomicIndex {
@@ -168,66 +184,74 @@ impl AtomicIndex {
     pub fn with_slots(slots: usize) -> Self {
         let slots = slots.max(1).next_power_of_two();
         Self {
-            keys: (0..slots).map(|_| AtomicU64::new(0)).collect(),
-            positions: (0..slots).map(|_| AtomicU32::new(0)).collect(),
+            slots: (0..slots).map(|_| AtomicU32::new(0)).collect(),
         }
     }
 
     /// Slots in the table.
     pub fn slots(&self) -> usize {
-        self.positions.len()
+        self.slots.len()
     }
 
     /// Heap bytes of the table.
     pub fn bytes(&self) -> usize {
-        self.slots() * (std::mem::size_of::<u64>() + std::mem::size_of::<u32>())
+        self.slots() * std::mem::size_of::<u32>()
     }
 
-    fn home(&self, hash: ExternalSequenceBlockHash) -> usize {
-        (hash.0.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize & (self.slots() - 1)
-    }
-
-    /// Records `pos` as the latest position of `hash`. Writers only, under
-    /// the node's lock. Position first, key second: a reader that loads the
-    /// key with Acquire also sees the position. A full table drops the
-    /// entry; readers then scan (owners size tables so this never happens).
-    pub fn insert(&self, hash: ExternalSequenceBlockHash, pos: usize) {
-        let slots = self.slots();
-        let mut at = self.home(hash);
-        for _ in 0..slots {
+    /// Records `pos` as the latest position of `hash`, whose pair the caller
+    /// stored at `pos` before. Writers only, under the node's lock;
+    /// `key_at(p)` is the external hash the writer's edge holds at an
+    /// indexed position `p`. A full table drops the entry; readers then
+    /// scan (owners size tables so this never happens).
+    pub fn insert(
+        &self,
+        hash: ExternalSequenceBlockHash,
+        pos: usize,
+        key_at: impl Fn(usize) -> u64,
+    ) {
+        let mask = self.slots() - 1;
+        let mut at = home(hash, mask);
+        for _ in 0..self.slots() {
             // Relaxed: only writers store, and they hold the node's lock.
-            let empty = self.positions[at].load(Ordering::Relaxed) == 0;
-            // Relaxed: as above.
-            if empty || self.keys[at].load(Ordering::Relaxed) == hash.0 {
-                // Relaxed: published by the Release key store below.
-                self.positions[at].store(pos as u32 + 1, Ordering::Relaxed);
-                // Release: a reader that loads this key sees the position.
-                self.keys[at].store(hash.0, Ordering::Release);
+            let held = self.slots[at].load(Ordering::Relaxed);
+            if held == 0 || key_at(held as usize - 1) == hash.0 {
+                // Release: a reader that loads this slot also sees the pair
+                // stored at `pos` before it.
+                self.slots[at].store(pos as u32 + 1, Ordering::Release);
                 return;
             }
-            at = (at + 1) & (slots - 1);
+            at = (at + 1) & mask;
         }
     }
 
-    /// The latest recorded position of `hash`, possibly past the caller's
-    /// view of the edge; the caller validates it.
-    pub fn find(&self, hash: ExternalSequenceBlockHash) -> Option<usize> {
-        let slots = self.slots();
-        let mut at = self.home(hash);
-        for _ in 0..slots {
-            // Acquire: pairs with the Release key store in `insert`.
-            let key = self.keys[at].load(Ordering::Acquire);
-            // Relaxed: ordered after the key load above.
-            let pos = self.positions[at].load(Ordering::Relaxed);
-            if pos == 0 {
-                return None;
+    /// Probes for `hash`; `key_at(p)` is the external hash at `p` in the
+    /// caller's view of the edge, `None` past it.
+    pub fn find(
+        &self,
+        hash: ExternalSequenceBlockHash,
+        key_at: impl Fn(usize) -> Option<u64>,
+    ) -> Probe {
+        let mask = self.slots() - 1;
+        let mut at = home(hash, mask);
+        let mut unsure = false;
+        for _ in 0..self.slots() {
+            // Acquire: pairs with the Release store in `insert`.
+            let held = self.slots[at].load(Ordering::Acquire);
+            let Some(pos) = (held as usize).checked_sub(1) else {
+                break;
+            };
+            match key_at(pos) {
+                Some(key) if key == hash.0 => return Probe::Found(pos),
+                Some(_) => {}
+                None => unsure = true,
             }
-            if key == hash.0 {
-                return Some(pos as usize - 1);
-            }
-            at = (at + 1) & (slots - 1);
+            at = (at + 1) & mask;
         }
-        None
+        if unsure {
+            Probe::Unsure
+        } else {
+            Probe::Absent
+        }
     }
 }
 

@@ -19,7 +19,7 @@
 //! position at or past `L`, and then the reader scans its own prefix
 //! instead (see `View::position`).
 
-use crate::edge_index::{AtomicIndex, INDEX_THRESHOLD};
+use crate::edge_index::{AtomicIndex, Probe, INDEX_THRESHOLD};
 use crate::hash::{BlockPair, ExternalSequenceBlockHash, LocalBlockHash};
 use crate::stats::{StatCounter, StatGauge};
 use crate::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -100,7 +100,7 @@ impl EdgeBuf {
             // Relaxed: as above.
             external.store(pair.external.0, Ordering::Relaxed);
             if let Some(index) = &self.index {
-                index.insert(pair.external, pos);
+                index.insert(pair.external, pos, |p| self.pair(p).external.0);
             }
         }
     }
@@ -124,11 +124,15 @@ impl EdgeBuf {
         self.live.store(len, Ordering::Release);
     }
 
-    /// The latest indexed position of `hash` (unvalidated); `Err(())` when
-    /// the buffer keeps no index.
+    /// Probes the index for `hash` as seen by a view of the first `len`
+    /// pairs; `Err(())` when the buffer keeps no index.
     #[inline]
-    pub(super) fn find(&self, hash: ExternalSequenceBlockHash) -> Result<Option<usize>, ()> {
-        self.index.as_ref().map(|index| index.find(hash)).ok_or(())
+    pub(super) fn find(&self, hash: ExternalSequenceBlockHash, len: usize) -> Result<Probe, ()> {
+        let key_at = |p| (p < len).then(|| self.pair(p).external.0);
+        self.index
+            .as_ref()
+            .map(|index| index.find(hash, key_at))
+            .ok_or(())
     }
 
     /// Heap and inline bytes of the buffer (inside its `Arc`).
@@ -169,17 +173,29 @@ mod tests {
         let buf = EdgeBuf::with_pairs(64, pairs);
         assert_eq!(buf.live_locked(), 40);
         for h in 0..7u64 {
-            let last = (0..40u64).rev().find(|i| i % 7 == h).map(|i| i as usize);
-            assert_eq!(buf.find(ExternalSequenceBlockHash(h)), Ok(last));
+            let last = (0..40u64).rev().find(|i| i % 7 == h).unwrap() as usize;
+            assert_eq!(
+                buf.find(ExternalSequenceBlockHash(h), 40),
+                Ok(Probe::Found(last))
+            );
         }
-        assert_eq!(buf.find(ExternalSequenceBlockHash(99)), Ok(None));
+        assert_eq!(
+            buf.find(ExternalSequenceBlockHash(99), 40),
+            Ok(Probe::Absent)
+        );
+        // A view of the first 30 pairs cannot confirm the latest copy of a
+        // hash repeated past it, and says so.
+        assert_eq!(
+            buf.find(ExternalSequenceBlockHash(6), 30),
+            Ok(Probe::Unsure)
+        );
         assert_eq!(buf.pair(200), BlockPair::new(0, 0));
     }
 
     #[test]
     fn short_buffers_keep_no_index() {
         let buf = EdgeBuf::with_pairs(4, [BlockPair::new(1, 1)]);
-        assert_eq!(buf.find(ExternalSequenceBlockHash(1)), Err(()));
+        assert_eq!(buf.find(ExternalSequenceBlockHash(1), 1), Err(()));
         assert_eq!(buf.capacity(), 4);
     }
 }

@@ -12,6 +12,7 @@
 
 use super::edge::EdgeBuf;
 use crate::bits::SlotBits;
+use crate::edge_index::Probe;
 use crate::hash::{BlockPair, ExternalSequenceBlockHash, Slot};
 use crate::shape::{ShapeInit, ShapeRead};
 use crate::stats::{StatCounter, StatGauge};
@@ -135,14 +136,14 @@ impl ShapeRead for View<'_> {
         }
     }
     fn position(&self, hash: ExternalSequenceBlockHash) -> Option<usize> {
-        match self.edge.find(hash) {
+        match self.edge.find(hash, self.len) {
             // No index: a short edge, scanned from the tail.
             Err(()) => self.scan(hash),
+            Ok(Probe::Found(pos)) => Some(pos),
             // Every hash below `len` was indexed before `len` was published.
-            Ok(None) => None,
-            Ok(Some(pos)) if pos < self.len && self.edge.pair(pos).external == hash => Some(pos),
-            // The table shows a newer copy past this view: scan our prefix.
-            Ok(Some(_)) => self.scan(hash),
+            Ok(Probe::Absent) => None,
+            // Maybe a newer copy past this view: scan our prefix.
+            Ok(Probe::Unsure) => self.scan(hash),
         }
     }
     fn position_near(&self, hash: ExternalSequenceBlockHash, near: usize) -> Option<usize> {

@@ -19,7 +19,7 @@
 //! gate's reclaimer after, so no reader that pins after the retire can load
 //! it.
 
-use crate::edge_index::{AtomicIndex, INDEX_THRESHOLD};
+use crate::edge_index::{AtomicIndex, Probe, INDEX_THRESHOLD};
 use crate::hash::{BlockPair, ExternalSequenceBlockHash, LocalBlockHash, Slot};
 use crate::reclaim::Reclaim;
 use crate::shape::{ShapeInit, ShapeRead, ShapeWrite};
@@ -95,7 +95,7 @@ fn index_of(edge: &[BlockPair]) -> Option<AtomicIndex> {
         let index = AtomicIndex::with_slots(edge.len() * 2);
         edge.iter()
             .enumerate()
-            .for_each(|(pos, pair)| index.insert(pair.external, pos));
+            .for_each(|(pos, pair)| index.insert(pair.external, pos, |p| edge[p].external.0));
         index
     })
 }
@@ -276,11 +276,15 @@ impl<R: Reclaim> ShapeRead for View<'_, R> {
         }
     }
     fn position(&self, hash: ExternalSequenceBlockHash) -> Option<usize> {
-        let found = match self.index {
-            Some(index) => index.find(hash),
-            None => (0..self.len).rev().find(|&p| self.pair(p).external == hash),
+        let Some(index) = self.index else {
+            return (0..self.len).rev().find(|&p| self.pair(p).external == hash);
         };
-        found.filter(|&p| p < self.len && self.pair(p).external == hash)
+        // Only copies within this view count; a repeat whose latest copy was
+        // indexed past it is absent here, as it was with keyed slots.
+        match index.find(hash, |p| (p < self.len).then(|| self.pair(p).external.0)) {
+            Probe::Found(pos) => Some(pos),
+            Probe::Absent | Probe::Unsure => None,
+        }
     }
     fn position_near(&self, hash: ExternalSequenceBlockHash, near: usize) -> Option<usize> {
         let neighbours = [near.checked_add(1), near.checked_sub(1)];
@@ -408,7 +412,8 @@ impl<'a, R: Reclaim> Writer<'a, R> {
         let new_len = self.view.len;
         let fits = self.view.index.is_some_and(|i| new_len * 2 <= i.slots());
         if let (true, Some(index)) = (fits, self.view.index) {
-            (old_len..new_len).for_each(|p| index.insert(self.view.pair(p).external, p));
+            let key_at = |p| self.view.pair(p).external.0;
+            (old_len..new_len).for_each(|p| index.insert(self.view.pair(p).external, p, key_at));
             return;
         }
         if new_len > INDEX_THRESHOLD {
