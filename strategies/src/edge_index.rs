@@ -28,8 +28,7 @@ use crate::sync::atomic::{AtomicU32, Ordering};
 
 /// Edges longer than this keep a position table. The model checkers' edges
 /// are a few blocks long, so under them it is 1: there every edge of two
-/// blocks or more is indexed, and the models' writers and lock-free plans
-/// build, insert into and probe the tables under their schedules.
+/// blocks or more is indexed.
 pub const INDEX_THRESHOLD: usize = if cfg!(any(crtc_loom, crtc_shuttle)) {
     1
 } else {
@@ -42,18 +41,49 @@ pub const TAIL_BATCH: usize = 32;
 /// The position table of one edge (empty for short edges): open
 /// addressing over positions alone. A slot holds `position + 1` (0 = empty)
 /// and its key is the edge's external hash at that position, so a slot is 4
-/// bytes and a lookup compares against the edge it indexes. Linear probing
-/// from the hash's Fibonacci home; at most half the slots are used, so a
-/// probe ends at an empty slot after about 1.5 steps on average.
+/// bytes and a lookup compares against the edge it indexes ([`probe`]). At
+/// most half the slots are used, so a successful lookup takes about 1.5
+/// steps on average.
 #[derive(Clone, Debug, Default)]
 pub struct EdgeIndex {
     slots: Option<Box<[u32]>>,
     indexed: usize,
 }
 
-/// Home slot of `hash` in a table of `mask + 1` slots.
-fn home(hash: ExternalSequenceBlockHash, mask: usize) -> usize {
-    (hash.0.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize & mask
+/// Where a probe for a hash stopped.
+enum Stop {
+    /// The slot holding the hash's latest position.
+    Hit(usize, usize),
+    /// The empty slot ending the probe (or `None` if every slot was full);
+    /// `unsure`: it passed positions whose key `key_at` could not tell.
+    Miss(Option<usize>, bool),
+}
+
+/// The probe both tables share: linear probing from the hash's Fibonacci
+/// home over `len` slots (a power of two), where `slot_at(i)` is slot `i`'s
+/// `position + 1` (0 = empty) and `key_at(p)` the external hash at position
+/// `p`, `None` if the caller cannot see it.
+fn probe(
+    len: usize,
+    hash: ExternalSequenceBlockHash,
+    slot_at: impl Fn(usize) -> u32,
+    key_at: impl Fn(usize) -> Option<u64>,
+) -> Stop {
+    let mask = len - 1;
+    let mut at = (hash.0.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize & mask;
+    let mut unsure = false;
+    for _ in 0..len {
+        let Some(pos) = (slot_at(at) as usize).checked_sub(1) else {
+            return Stop::Miss(Some(at), unsure);
+        };
+        match key_at(pos) {
+            Some(key) if key == hash.0 => return Stop::Hit(at, pos),
+            Some(_) => {}
+            None => unsure = true,
+        }
+        at = (at + 1) & mask;
+    }
+    Stop::Miss(None, unsure)
 }
 
 impl EdgeIndex {
@@ -77,13 +107,12 @@ impl EdgeIndex {
         let Some(slots) = &mut self.slots else {
             return;
         };
-        let mask = slots.len() - 1;
         for (pos, pair) in edge.iter().enumerate().skip(self.indexed) {
-            let mut at = home(pair.external, mask);
-            while slots[at] != 0 && edge[slots[at] as usize - 1].external != pair.external {
-                at = (at + 1) & mask;
+            let key_at = |p: usize| edge.get(p).map(|pair| pair.external.0);
+            match probe(slots.len(), pair.external, |i| slots[i], key_at) {
+                Stop::Hit(at, _) | Stop::Miss(Some(at), _) => slots[at] = pos as u32 + 1,
+                Stop::Miss(None, _) => unreachable!("at most half the slots are used"),
             }
-            slots[at] = pos as u32 + 1;
         }
         self.indexed = edge.len();
     }
@@ -122,14 +151,10 @@ impl EdgeIndex {
         if let Some(recent) = edge[tail..].iter().rposition(|pair| pair.external == hash) {
             return Some(tail + recent);
         }
-        let mask = slots.len() - 1;
-        let mut at = home(hash, mask);
-        loop {
-            let pos = (slots[at] as usize).checked_sub(1)?;
-            if edge.get(pos).is_some_and(|pair| pair.external == hash) {
-                return Some(pos);
-            }
-            at = (at + 1) & mask;
+        let key_at = |p: usize| edge.get(p).map(|pair| pair.external.0);
+        match probe(slots.len(), hash, |i| slots[i], key_at) {
+            Stop::Hit(_, pos) => Some(pos),
+            Stop::Miss(..) => None,
         }
     }
 
@@ -216,18 +241,14 @@ impl AtomicIndex {
         pos: usize,
         key_at: impl Fn(usize) -> u64,
     ) {
-        let mask = self.slots() - 1;
-        let mut at = home(hash, mask);
-        for _ in 0..self.slots() {
-            // Relaxed: only writers store, and they hold the node's lock.
-            let held = self.slots[at].load(Ordering::Relaxed);
-            if held == 0 || key_at(held as usize - 1) == hash.0 {
-                // Release: a reader that loads this slot also sees the pair
-                // stored at `pos` before it.
-                self.slots[at].store(pos as u32 + 1, Ordering::Release);
-                return;
-            }
-            at = (at + 1) & mask;
+        // Relaxed: only writers store, and they hold the node's lock.
+        let slot_at = |i: usize| self.slots[i].load(Ordering::Relaxed);
+        if let Stop::Hit(at, _) | Stop::Miss(Some(at), _) =
+            probe(self.slots(), hash, slot_at, |p| Some(key_at(p)))
+        {
+            // Release: a reader that loads this slot also sees the pair
+            // stored at `pos` before it.
+            self.slots[at].store(pos as u32 + 1, Ordering::Release);
         }
     }
 
@@ -238,26 +259,12 @@ impl AtomicIndex {
         hash: ExternalSequenceBlockHash,
         key_at: impl Fn(usize) -> Option<u64>,
     ) -> Probe {
-        let mask = self.slots() - 1;
-        let mut at = home(hash, mask);
-        let mut unsure = false;
-        for _ in 0..self.slots() {
-            // Acquire: pairs with the Release store in `insert`.
-            let held = self.slots[at].load(Ordering::Acquire);
-            let Some(pos) = (held as usize).checked_sub(1) else {
-                break;
-            };
-            match key_at(pos) {
-                Some(key) if key == hash.0 => return Probe::Found(pos),
-                Some(_) => {}
-                None => unsure = true,
-            }
-            at = (at + 1) & mask;
-        }
-        if unsure {
-            Probe::Unsure
-        } else {
-            Probe::Absent
+        // Acquire: pairs with the Release store in `insert`.
+        let slot_at = |i: usize| self.slots[i].load(Ordering::Acquire);
+        match probe(self.slots(), hash, slot_at, key_at) {
+            Stop::Hit(_, pos) => Probe::Found(pos),
+            Stop::Miss(_, true) => Probe::Unsure,
+            Stop::Miss(_, false) => Probe::Absent,
         }
     }
 }
