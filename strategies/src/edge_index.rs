@@ -41,7 +41,7 @@ pub const TAIL_BATCH: usize = 32;
 /// The position table of one edge (empty for short edges): open
 /// addressing over positions alone. A slot holds `position + 1` (0 = empty)
 /// and its key is the edge's external hash at that position, so a slot is 4
-/// bytes and a lookup compares against the edge it indexes ([`probe`]). At
+/// bytes and a lookup compares against the edge it indexes (`probe`). At
 /// most half the slots are used, so a successful lookup takes about 1.5
 /// steps on average.
 #[derive(Clone, Debug, Default)]
