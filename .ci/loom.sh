@@ -8,6 +8,9 @@
 #       verification/src/models/{tree,gate}.rs
 #   loom_sweep  the sweep scheduling on SweepTrigger, with its racy-claim and
 #       leaked-claim negative controls (verification/src/models/sweep.rs)
+#   loom_slots  a lane's cached rank slot against the rank's removal and the
+#       slot's reuse on SlotRegistry, with its two cache mutants
+#       (verification/src/models/slots.rs)
 #
 # Usage: .ci/loom.sh [all|models|mutants]   (default: all)
 # Knobs (CI defaults): CRTC_LOOM_PREEMPTIONS (2); CRTC_LOOM_READS and
@@ -20,7 +23,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 source .ci/checkers.sh
-choose_filter "$0" "${1:-all}" models loom_mutants_are_caught sweep_negative_controls_fail
+choose_filter "$0" "${1:-all}" models loom_mutants_are_caught sweep_negative_controls_fail \
+    slots_negative_controls_fail
 
 export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }--cfg crtc_loom"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/loom"
@@ -29,12 +33,12 @@ export CRTC_LOOM_PREEMPTIONS="${CRTC_LOOM_PREEMPTIONS:-2}"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 start=$SECONDS
-run_suites "$log" loom_rwlock loom_seqlock loom_epoch loom_sweep
+run_suites "$log" loom_rwlock loom_seqlock loom_epoch loom_sweep loom_slots
 
 # One summary line: per gate, its models (executions, seconds) and its
 # negative controls (caught / total, with the catching model).
 parts=()
-for gate in rwlock seqlock epoch sweep; do
+for gate in rwlock seqlock epoch sweep slots; do
     # "loom model <gate> <name> (<what>): <n> executions in <t> s (<bounds>[, capped at <cap> executions])"
     models=$(grep -oE "loom model $gate [A-Za-z0-9_]+ .*: [0-9]+ executions in [0-9.]+ s.*" "$log" |
         awk '{n = $4; for (i = 1; i <= NF; i++) if ($i == "executions" && $(i+1) == "in") {e = $(i-1); t = $(i+2)}

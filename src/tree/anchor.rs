@@ -120,8 +120,7 @@ impl<G: ShapeGate> Tree<G> {
         anchor_depth: u32,
     ) -> Result<(), KvError> {
         let guard = G::Reclaim::pin();
-        let slot = self.slots.acquire(rank, &guard)?;
-        lane.add_rank(rank);
+        let slot = self.join_rank(lane, rank, &guard)?;
         let node = self
             .anchors
             .get_or_insert(anchor_id, anchor_local, anchor_depth, &guard);

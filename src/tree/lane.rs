@@ -18,16 +18,17 @@
 //! forced, never per event.
 
 use crate::tree::node::Node;
+use crate::tree::rank_table::RankTable;
+use crate::tree::slots::CachedSlot;
 use crate::types::{ExternalSequenceBlockHash, KvError, WorkerWithDpRank};
 use crtc_strategies::sync::atomic::{AtomicU64, Ordering};
 use crtc_strategies::sync::Arc;
 use crtc_strategies::{AppendMiss, ShapeGate};
 use rustc_hash::FxHashMap;
-use std::collections::hash_map::Entry;
 
 /// A dense, lane-local name for a held node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct NodeId(u32);
+pub(crate) struct NodeId(pub(super) u32);
 
 struct Hold<G: ShapeGate> {
     node: Arc<Node<G>>,
@@ -43,59 +44,9 @@ pub struct Tally {
     pub dead: i64,
 }
 
-/// Gives back most of a rank's lookup table once evictions left it a
-/// quarter full: a hash table never shrinks by itself, so without this a
-/// rank's table stays at its peak size for the rest of the run. Shrinking to
-/// twice the live entries leaves room to grow before the next rehash, and a
-/// table must lose half its entries again before it shrinks again, so the
-/// rehash cost stays proportional to the removals (amortized O(1) each).
-fn shrink_if_sparse<K: Eq + std::hash::Hash, V>(map: &mut FxHashMap<K, V>) {
-    const MIN_CAPACITY: usize = 64;
-    if map.capacity() > MIN_CAPACITY && map.len() * 4 < map.capacity() {
-        map.shrink_to(map.len() * 2);
-    }
-}
-
-/// Rebuilds a rank's lookup table for 1.5 times its live entries when it has
-/// no room left, in place of the table's own growth. Evictions leave
-/// tombstones that use up a table's room; when room runs out the table
-/// rehashes in place only if at most half its capacity is live and
-/// otherwise doubles, so a rank holding a steady number of entries under
-/// eviction churn ends in a table of four times that many buckets (agentx:
-/// 16,384 buckets per 4,096 entries). Rebuilt here it keeps 1.7 to 3.5
-/// buckets per live entry, with room for at least half its live entries
-/// before the next rebuild, so the rebuilds cost O(1) amortized per insert.
-fn make_room<K: Eq + std::hash::Hash, V>(map: &mut FxHashMap<K, V>) {
-    if map.len() < map.capacity() {
-        return;
-    }
-    let live = map.len();
-    let mut fresh = FxHashMap::with_capacity_and_hasher(live + live / 2 + 1, Default::default());
-    fresh.extend(map.drain());
-    *map = fresh;
-}
-
-/// An external hash as a lookup key: two 32-bit halves, so that with its
-/// 4-byte [`NodeId`] an entry takes 12 bytes in the table instead of the 16
-/// a `u64` key's alignment would pad it to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Key([u32; 2]);
-
-impl From<ExternalSequenceBlockHash> for Key {
-    fn from(hash: ExternalSequenceBlockHash) -> Self {
-        Self([hash.0 as u32, (hash.0 >> 32) as u32])
-    }
-}
-
-impl std::hash::Hash for Key {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        state.write_u64(u64::from(self.0[1]) << 32 | u64::from(self.0[0]));
-    }
-}
-
 /// One lane's reverse lookups and node holds.
 pub struct Lane<G: ShapeGate> {
-    ranks: FxHashMap<WorkerWithDpRank, FxHashMap<Key, NodeId>>,
+    ranks: FxHashMap<WorkerWithDpRank, RankTable>,
     holds: Vec<Option<Hold<G>>>,
     free: Vec<u32>,
     by_addr: FxHashMap<usize, NodeId>,
@@ -130,9 +81,19 @@ impl<G: ShapeGate> Lane<G> {
         &self.counters
     }
 
-    /// Registers `rank` on this lane (removals are no longer unknown).
-    pub(crate) fn add_rank(&mut self, rank: WorkerWithDpRank) {
-        self.ranks.entry(rank).or_default();
+    /// Registers `rank` on this lane (removals are no longer unknown), with
+    /// its slot when the caller just acquired it.
+    pub(crate) fn add_rank(&mut self, rank: WorkerWithDpRank, slot: Option<CachedSlot>) {
+        let table = self.ranks.entry(rank).or_default();
+        if slot.is_some() {
+            table.slot = slot;
+        }
+    }
+
+    /// The slot of `rank` as this lane last found it.
+    #[inline]
+    pub(crate) fn cached_slot(&self, rank: WorkerWithDpRank) -> Option<CachedSlot> {
+        self.ranks.get(&rank)?.slot
     }
 
     /// Whether `rank` was registered on this lane.
@@ -178,7 +139,7 @@ impl<G: ShapeGate> Lane<G> {
         rank: WorkerWithDpRank,
         hash: ExternalSequenceBlockHash,
     ) -> Option<NodeId> {
-        self.ranks.get(&rank)?.get(&hash.into()).copied()
+        self.ranks.get(&rank)?.get(hash)
     }
 
     /// The held node behind `id`, borrowed (no reference count change).
@@ -242,8 +203,7 @@ impl<G: ShapeGate> Lane<G> {
         let mut replaced = Vec::new();
         let map = self.ranks.entry(rank).or_default();
         for hash in hashes {
-            make_room(map);
-            match map.insert(hash.into(), id) {
+            match map.insert(hash, id) {
                 Some(old) if old == id => continue,
                 Some(old) => replaced.push(old),
                 None => {}
@@ -281,10 +241,9 @@ impl<G: ShapeGate> Lane<G> {
         let Some(map) = self.ranks.get_mut(&rank) else {
             return false;
         };
-        let Some(id) = map.remove(&hash.into()) else {
+        let Some(id) = map.remove(hash) else {
             return false;
         };
-        shrink_if_sparse(map);
         self.count(id, -1);
         true
     }
@@ -303,14 +262,10 @@ impl<G: ShapeGate> Lane<G> {
         };
         let mut removed = [0isize; 2];
         for &hash in hashes {
-            if let Entry::Occupied(entry) = map.entry(hash.into()) {
-                if let Some(k) = ids.iter().position(|&id| id == Some(*entry.get())) {
-                    entry.remove();
-                    removed[k] += 1;
-                }
+            if let Some(id) = map.remove_if(hash, |id| ids.contains(&Some(id))) {
+                removed[usize::from(ids[0] != Some(id))] += 1;
             }
         }
-        shrink_if_sparse(map);
         for (id, n) in ids.into_iter().zip(removed) {
             if let (Some(id), true) = (id, n > 0) {
                 self.count(id, -n);
@@ -341,7 +296,7 @@ impl<G: ShapeGate> Lane<G> {
         let Some(map) = self.ranks.remove(&rank) else {
             return;
         };
-        for id in map.into_values() {
+        for id in map.into_ids() {
             self.count(id, -1);
         }
     }
@@ -360,7 +315,7 @@ impl<G: ShapeGate> Lane<G> {
         1 + hashes
             .iter()
             .skip(1)
-            .take_while(|&&h| map.get(&h.into()).is_some_and(|id| ids.contains(id)))
+            .take_while(|&&h| map.get(h).is_some_and(|id| ids.contains(&id)))
             .count()
     }
 }
@@ -475,96 +430,5 @@ impl LaneCounters {
     /// Fast-path misses for `reason`.
     pub fn misses(&self, reason: AppendMiss) -> u64 {
         self.fast_path_misses[reason.index()].get()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{make_room, shrink_if_sparse, Key, NodeId};
-    use crate::types::ExternalSequenceBlockHash;
-    use rustc_hash::FxHashMap;
-
-    #[test]
-    fn a_table_emptied_by_evictions_gives_its_memory_back() {
-        let mut map: FxHashMap<u64, u32> = (0..4096).map(|k| (k, 0)).collect();
-        let peak = map.capacity();
-        for k in 0..4000 {
-            map.remove(&k);
-            shrink_if_sparse(&mut map);
-        }
-        assert_eq!(map.len(), 96);
-        assert!(map.capacity() * 8 <= peak, "{} of {peak}", map.capacity());
-        assert!(map.capacity() >= 2 * map.len(), "room left to grow");
-    }
-
-    #[test]
-    fn an_entry_takes_twelve_bytes_and_keeps_the_whole_hash() {
-        assert_eq!(std::mem::size_of::<(Key, NodeId)>(), 12);
-        let hash = ExternalSequenceBlockHash(0x0123_4567_89ab_cdef);
-        let mut map: FxHashMap<Key, NodeId> = FxHashMap::default();
-        map.insert(hash.into(), NodeId(1));
-        assert_eq!(map.get(&hash.into()), Some(&NodeId(1)));
-        let high_half_differs = ExternalSequenceBlockHash(0x1123_4567_89ab_cdef);
-        let low_half_differs = ExternalSequenceBlockHash(0x0123_4567_89ab_cdee);
-        assert_eq!(map.get(&high_half_differs.into()), None);
-        assert_eq!(map.get(&low_half_differs.into()), None);
-    }
-
-    /// Steady churn: `live` entries, then per step one evicted at random and
-    /// one new inserted. Returns the largest capacity seen and how often the
-    /// table had no room left (where `make_room` rebuilds it).
-    fn churn(live: usize, steps: u64, rebuild: bool) -> (usize, usize) {
-        // Block hashes look random; sequential keys would spread unnaturally
-        // evenly under the multiplicative hash.
-        let key = |k: u64| k.wrapping_mul(0xd6e8_feb8_6659_fd93).rotate_left(29) ^ k;
-        let mut keys: Vec<u64> = (0..live as u64).map(key).collect();
-        let mut map: FxHashMap<u64, u32> = keys.iter().map(|&k| (k, 0)).collect();
-        let (mut peak, mut full) = (map.capacity(), 0);
-        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-        for k in live as u64..live as u64 + steps {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let evicted = keys.swap_remove((state >> 33) as usize % keys.len());
-            map.remove(&evicted);
-            full += (map.len() == map.capacity()) as usize;
-            if rebuild {
-                make_room(&mut map);
-            }
-            map.insert(key(k), 0);
-            keys.push(key(k));
-            peak = peak.max(map.capacity());
-        }
-        (peak, full)
-    }
-
-    #[test]
-    fn a_table_under_eviction_churn_stays_at_twice_its_live_entries() {
-        // 4,096 live entries fit 8,192 buckets (7,168 usable); the table's own
-        // policy doubles to 16,384 once tombstones use up the room.
-        let (unmanaged, _) = churn(4096, 100_000, false);
-        assert!(unmanaged > 7168, "the control grows: {unmanaged}");
-        let (peak, rebuilds) = churn(4096, 100_000, true);
-        assert!(peak <= 7168, "peak capacity {peak}");
-        assert!(
-            rebuilds <= 100_000 / 2048,
-            "{rebuilds} rebuilds: not amortized"
-        );
-    }
-
-    #[test]
-    fn a_small_or_busy_table_is_left_alone() {
-        let mut small: FxHashMap<u64, u32> = (0..40).map(|k| (k, 0)).collect();
-        let capacity = small.capacity();
-        for k in 0..39 {
-            small.remove(&k);
-            shrink_if_sparse(&mut small);
-        }
-        assert_eq!(small.capacity(), capacity);
-        let mut busy: FxHashMap<u64, u32> = (0..4096).map(|k| (k, 0)).collect();
-        let capacity = busy.capacity();
-        busy.remove(&0);
-        shrink_if_sparse(&mut busy);
-        assert_eq!(busy.capacity(), capacity);
     }
 }

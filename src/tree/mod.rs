@@ -26,6 +26,7 @@ mod dump;
 mod lane;
 mod matches;
 mod node;
+mod rank_table;
 mod remove;
 mod repair;
 mod slots;
@@ -38,9 +39,9 @@ pub use sweep::{SweepClaim, SweepPolicy, SweepReason, SweepStats, SweepTrigger, 
 
 use crate::types::{KvCacheEventData, KvError, RouterEvent, WorkerId, WorkerWithDpRank};
 use crtc_strategies::sync::Arc;
-use crtc_strategies::{Reclaim, RwLockGate, ShapeGate, ShapeRead};
+use crtc_strategies::{Reclaim, RwLockGate, ShapeGate, ShapeRead, Slot};
 use node::Node;
-use slots::SlotRegistry;
+pub use slots::{CachedSlot, SlotRegistry, SlotTable};
 use std::time::Instant;
 
 /// Tree settings.
@@ -139,6 +140,22 @@ impl<G: ShapeGate> Tree<G> {
     /// A fresh lane (lookups and counters) for applying events.
     pub fn new_lane(&self) -> Lane<G> {
         Lane::default()
+    }
+
+    /// The slot `rank` writes with, through the lane's cached copy (see
+    /// `slots`); registers the rank on the lane once it has one.
+    fn join_rank(
+        &self,
+        lane: &mut Lane<G>,
+        rank: WorkerWithDpRank,
+        guard: &<G::Reclaim as Reclaim>::Guard,
+    ) -> Result<Slot, KvError> {
+        let known = lane.cached_slot(rank);
+        let cached = self.slots.acquire(rank, guard, known)?;
+        if known != Some(cached) {
+            lane.add_rank(rank, Some(cached));
+        }
+        Ok(cached.slot())
     }
 
     /// Applies one event on `lane`. One rank's events must always use the

@@ -19,6 +19,21 @@
 //! Issuing a slot therefore costs one cell write and one map insert: O(1)
 //! amortized, O(log n) when it reuses a released slot.
 //!
+//! Writers look a rank's slot up once per event, and the mapping's lock
+//! costs two shared read-modify-writes per lookup, so each lane keeps the
+//! slot it last found for a rank as a [`CachedSlot`], stamped with the
+//! registry's *unmap count* read before the lookup. `unmap` bumps that count
+//! before it removes anything, and a cached slot is used only while the
+//! count still equals its stamp. Why that is enough: a writer that loads the
+//! count under its pin and does not see the bump was pinned before the
+//! remover's wait for pinned threads began (the pin's SeqCst fence and the
+//! remover's, issued when it pins to wait, order the two; the same argument
+//! as a reader that loaded a pointer before it was unlinked), so the sweep
+//! that follows the wait sees that writer's bits. A writer that sees the
+//! bump looks the mapping up again. Stamping *before* the lookup matters:
+//! a count read after it could already include an unmap the lookup missed,
+//! and the stale slot would then pass as current after its release.
+//!
 //! Removing ranks is `unmap` (they may no longer write; readers still credit
 //! their old bits), then the caller waits for pinned threads and sweeps the
 //! slots out of the tree, then `release`: the owners are vacated at once,
@@ -46,7 +61,7 @@
 use crate::types::{DpRank, KvError, WorkerWithDpRank};
 use crtc_strategies::sync::atomic::{AtomicU64, Ordering};
 use crtc_strategies::sync::{Arc, Backoff, Mutex, OnceLock, RwLock};
-use crtc_strategies::{Reclaim, Slot, MAX_SLOTS};
+use crtc_strategies::{mutant, Reclaim, Slot, MAX_SLOTS};
 use rustc_hash::{FxHashMap, FxHasher};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -222,8 +237,25 @@ impl Issue {
 pub struct SlotRegistry<R: Reclaim> {
     table: SlotTable,
     issue: Arc<Mutex<Issue>>,
+    /// Calls of `unmap` so far: the stamp of every [`CachedSlot`].
+    unmaps: AtomicU64,
     capacity: usize,
     reclaim: std::marker::PhantomData<R>,
+}
+
+/// A rank's slot as one lane last found it, valid while no rank has been
+/// unmapped since (module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CachedSlot {
+    slot: Slot,
+    unmaps: u64,
+}
+
+impl CachedSlot {
+    /// The slot.
+    pub fn slot(self) -> Slot {
+        self.slot
+    }
 }
 
 impl<R: Reclaim> SlotRegistry<R> {
@@ -232,6 +264,7 @@ impl<R: Reclaim> SlotRegistry<R> {
         Self {
             table: SlotTable::new(),
             issue: Arc::new(Mutex::new(Issue::default())),
+            unmaps: AtomicU64::new(0),
             capacity: capacity.clamp(1, MAX_SLOTS),
             reclaim: std::marker::PhantomData,
         }
@@ -243,8 +276,35 @@ impl<R: Reclaim> SlotRegistry<R> {
         &self.table
     }
 
-    /// The slot of `rank`, issuing the lowest free one if it has none.
-    pub fn acquire(&self, rank: WorkerWithDpRank, _guard: &R::Guard) -> Result<Slot, KvError> {
+    /// The slot of `rank`: `cached` if no rank was unmapped since it was
+    /// found, else the mapped one, else the lowest free one, issued now.
+    pub fn acquire(
+        &self,
+        rank: WorkerWithDpRank,
+        _guard: &R::Guard,
+        cached: Option<CachedSlot>,
+    ) -> Result<CachedSlot, KvError> {
+        // SeqCst: ordered after the pin's fence, so it sees the bump of any
+        // unmap whose wait for pinned threads does not wait for this pin.
+        let unmaps = self.unmaps.load(Ordering::SeqCst);
+        if let Some(cached) =
+            cached.filter(|c| c.unmaps == unmaps || mutant!(SlotCacheIgnoresUnmaps))
+        {
+            return Ok(cached);
+        }
+        let slot = self.lookup_or_issue(rank)?;
+        let unmaps = if mutant!(SlotStampAfterLookup) {
+            // Broken on purpose: the stamp may include an unmap the lookup
+            // missed.
+            self.unmaps.load(Ordering::SeqCst)
+        } else {
+            unmaps
+        };
+        Ok(CachedSlot { slot, unmaps })
+    }
+
+    /// The mapped slot of `rank`, else the lowest free one, issued now.
+    fn lookup_or_issue(&self, rank: WorkerWithDpRank) -> Result<Slot, KvError> {
         if let Some(slot) = self.table.slot(rank) {
             return Ok(slot);
         }
@@ -271,6 +331,9 @@ impl<R: Reclaim> SlotRegistry<R> {
     /// caller unmapped them first).
     pub fn unmap(&self, target: impl Fn(WorkerWithDpRank) -> bool) -> Vec<Slot> {
         let mut issue = self.issue.lock();
+        // SeqCst: before any mapping is removed, and ahead of the SeqCst
+        // fence of the pin the caller's wait for pinned threads makes.
+        self.unmaps.fetch_add(1, Ordering::SeqCst);
         let unmapped = self.table.unmap(target);
         issue.pending.extend(unmapped.iter().copied());
         unmapped.into_iter().map(|(slot, _)| slot).collect()

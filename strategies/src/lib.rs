@@ -12,9 +12,10 @@
 #![warn(missing_docs, missing_debug_implementations)]
 
 /// `true` when the named mutant is active (model-checker builds only; a
-/// constant `false` otherwise, so production code carries no mutant). Only
-/// the optional gates have mutation points, hence the allow.
-#[allow(unused_macros)]
+/// constant `false` otherwise, so production code carries no mutant).
+/// Exported for the tree's own mutation points (`crtc::tree::slots`).
+#[doc(hidden)]
+#[macro_export]
 macro_rules! mutant {
     ($name:ident) => {{
         #[cfg(any(crtc_loom, crtc_shuttle))]

@@ -2,7 +2,8 @@
 //! append, the seqlock gate's fences, version bumps and retirement, the
 //! epoch gate's publication, retirement, writer exclusion and reader
 //! length rule) and of the tree's sweep (its claim, checked in
-//! `crtc::tree::sweep`, and its frees, checked in `crtc::tree::children`),
+//! `crtc::tree::sweep`, and its frees, checked in `crtc::tree::children`)
+//! and of the lanes' cached rank slots (checked in `crtc::tree::slots`),
 //! compiled only into model-checker builds and selected at run time, so one
 //! checker build runs every negative control. The seqlock and epoch hooks
 //! are `mutant!(Name)` checks at the mutation points in their modules.
@@ -105,6 +106,14 @@ pub enum Mutant {
     /// then the first lane's own read must credit its block (loom model L5,
     /// at preemption bound 3).
     EpochReadsReplacedSnapshotLength = 20,
+    /// Rank slots: a lane's cached slot is used without checking the unmap
+    /// count, so a rank removed elsewhere keeps writing with its old slot
+    /// (checked in `crtc::tree::slots`). Must fail `slot-owned`.
+    SlotCacheIgnoresUnmaps = 21,
+    /// Rank slots: a cached slot is stamped with the unmap count read after
+    /// the mapping lookup instead of before, so an unmap the lookup missed
+    /// can pass as seen. Must fail `slot-owned`.
+    SlotStampAfterLookup = 22,
 }
 
 impl Mutant {
@@ -142,7 +151,7 @@ impl Mutant {
     ];
 
     /// Every mutant, for lookups by name or id.
-    pub const ALL: [Mutant; 20] = [
+    pub const ALL: [Mutant; 22] = [
         Mutant::SkipInternalCheck,
         Mutant::ClearBitBeforeCutoff,
         Mutant::NoInvalidation,
@@ -163,6 +172,8 @@ impl Mutant {
         Mutant::EpochAppendWithoutPlanBump,
         Mutant::EpochUnvalidatedLiveLength,
         Mutant::EpochReadsReplacedSnapshotLength,
+        Mutant::SlotCacheIgnoresUnmaps,
+        Mutant::SlotStampAfterLookup,
     ];
 
     /// The mutant with numeric id `id` (`Mutant as u8`; 0 is [`Mutant::None`]).

@@ -287,3 +287,21 @@ fn thousands_of_ranks_come_and_go_on_recycled_slots() {
     assert_eq!(f.score_of(dp(19, 199), &[8]), 1);
     assert_eq!(f.score_of(dp(14, 0), &[1]), 0, "removed worker");
 }
+
+#[test]
+fn a_lane_never_writes_with_a_slot_its_rank_lost_out_of_band() {
+    let mut f = fixture(2, SweepPolicy::default());
+    f.apply(0, store(1, &[], &[1, 2, 3]));
+    let old = f.tree.slot_of(rank(1));
+    // Lane 0 is not told: it keeps rank 1's entries and its cached slot.
+    f.tree.remove_worker_dp_rank(&mut [], rank(1));
+    f.apply(1, store(2, &[], &[1, 2, 3]));
+    assert_eq!(f.tree.slot_of(rank(2)), old, "the freed slot is recycled");
+    // Rank 1's late decode step names a parent lane 0 still maps; written
+    // with the cached (recycled) slot it would credit rank 2 with block 4.
+    let late = f.try_apply(0, store(1, &[1, 2, 3], &[4]));
+    assert!(late.is_err(), "rank 1 no longer holds its parent: {late:?}");
+    assert_ne!(f.tree.slot_of(rank(1)), old);
+    assert_eq!(f.score(2, &[1, 2, 3, 4]), 3);
+    assert_eq!(f.score(1, &[1, 2, 3, 4]), 0);
+}

@@ -46,11 +46,15 @@ pub enum Property {
     OneSweep,
     /// No due sweep is lost and the in-flight flag is never left set.
     SweepNotLost,
+    /// Every coverage bit a rank's writes leave behind is credited to that
+    /// rank: no write with a slot the rank lost (and another rank may own)
+    /// outlives the removal's sweep.
+    SlotOwned,
 }
 
 impl Property {
     /// Every property.
-    pub const ALL: [Property; 11] = [
+    pub const ALL: [Property; 12] = [
         Property::Accepted,
         Property::ReadBounds,
         Property::AtomicRead,
@@ -62,6 +66,7 @@ impl Property {
         Property::RaceFree,
         Property::OneSweep,
         Property::SweepNotLost,
+        Property::SlotOwned,
     ];
 
     /// The stable id in failure messages and reports.
@@ -78,6 +83,7 @@ impl Property {
             Property::RaceFree => "race-free",
             Property::OneSweep => "one-sweep",
             Property::SweepNotLost => "sweep-not-lost",
+            Property::SlotOwned => "slot-owned",
         }
     }
 

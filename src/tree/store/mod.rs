@@ -85,8 +85,7 @@ impl<G: ShapeGate> Tree<G> {
             return Err(KvError::EmptyStore { rank });
         }
         let guard = G::Reclaim::pin();
-        let slot = self.slots.acquire(rank, &guard)?;
-        lane.add_rank(rank);
+        let slot = self.join_rank(lane, rank, &guard)?;
         if let (true, Some(parent)) = (self.config.fast_path, parent) {
             if Self::try_fast_append(lane, rank, slot, parent, blocks) {
                 return Ok(StoreOutcome {

@@ -13,6 +13,8 @@
 //! - [`grace`]: a precise grace-period reclaimer for the checkers, with a
 //!   quarantining allocator that turns a premature free into a model failure;
 //! - [`sweep`] (loom): the one-in-flight sweep scheduling of `SweepTrigger`;
+//! - [`slots`] (loom): a lane's cached rank slot against the rank's
+//!   removal and the slot's reuse, on the real `SlotRegistry`;
 //! - [`unlink`] (loom): the stale-leaf sweep on the real tree, racing a
 //!   reader and a store on the leaf it unlinks;
 //! - [`scenarios`] (shuttle): whole-tree scenarios checked against the
@@ -43,6 +45,8 @@ pub mod grace;
 pub mod observation;
 #[cfg(crtc_shuttle)]
 pub mod scenarios;
+#[cfg(crtc_loom)]
+pub mod slots;
 pub mod suites;
 #[cfg(crtc_loom)]
 pub mod sweep;

@@ -1,0 +1,242 @@
+//! One rank's reverse lookup on a lane, `external hash -> held node`, in a
+//! hash table whose size this module manages.
+//!
+//! Why manage it. A hash table never shrinks by itself, and the removals of
+//! an eviction stream leave tombstones that use up its room: when room runs
+//! out, the table rehashes in place only if at most half its capacity is
+//! live and otherwise doubles, so a rank holding a steady number of entries
+//! under churn ends in a table of four times that many buckets (agentx:
+//! 16,384 buckets per 4,096 entries). So when the table has no room left it
+//! is rebuilt for 1.5 times its live entries (1.7 to 3.5 buckets per live
+//! entry, with room for at least half its live entries before the next
+//! rebuild), and once removals leave it a quarter full it shrinks to twice
+//! its live entries. Every rehash moves at most a constant times the inserts
+//! or removals since the last one, so each costs O(1) amortized.
+//!
+//! Rebuilding also when the table grew by inserts alone (no tombstones),
+//! instead of the table's own doubling, costs the same: `tail_append`, whose
+//! lane table grows during the timed events, measured no difference.
+
+use super::lane::NodeId;
+use super::slots::CachedSlot;
+use crate::types::ExternalSequenceBlockHash;
+use rustc_hash::FxHashMap;
+use std::collections::hash_map::Entry;
+
+/// An external hash as a lookup key: two 32-bit halves, so that with its
+/// 4-byte [`NodeId`] an entry takes 12 bytes in the table instead of the 16
+/// a `u64` key's alignment would pad it to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Key([u32; 2]);
+
+impl From<ExternalSequenceBlockHash> for Key {
+    fn from(hash: ExternalSequenceBlockHash) -> Self {
+        Self([hash.0 as u32, (hash.0 >> 32) as u32])
+    }
+}
+
+impl std::hash::Hash for Key {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u64(u64::from(self.0[1]) << 32 | u64::from(self.0[0]));
+    }
+}
+
+/// Tables at or below this capacity are never shrunk.
+const MIN_SHRINK_CAPACITY: usize = 64;
+
+/// One rank's entries on a lane, and its slot as the lane last found it.
+#[derive(Debug, Default)]
+pub(crate) struct RankTable {
+    entries: FxHashMap<Key, NodeId>,
+    /// The rank's slot, checked against the registry before each use.
+    pub(crate) slot: Option<CachedSlot>,
+}
+
+impl RankTable {
+    /// Number of entries.
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// The node the entry for `hash` names.
+    #[inline]
+    pub(crate) fn get(&self, hash: ExternalSequenceBlockHash) -> Option<NodeId> {
+        self.entries.get(&hash.into()).copied()
+    }
+
+    /// Points `hash` at `id`; returns the node it named before.
+    pub(crate) fn insert(&mut self, hash: ExternalSequenceBlockHash, id: NodeId) -> Option<NodeId> {
+        self.make_room();
+        self.entries.insert(hash.into(), id)
+    }
+
+    /// Removes the entry for `hash`; returns the node it named.
+    pub(crate) fn remove(&mut self, hash: ExternalSequenceBlockHash) -> Option<NodeId> {
+        self.remove_if(hash, |_| true)
+    }
+
+    /// Removes the entry for `hash` if `remove` accepts the node it names;
+    /// returns that node.
+    pub(crate) fn remove_if(
+        &mut self,
+        hash: ExternalSequenceBlockHash,
+        remove: impl FnOnce(NodeId) -> bool,
+    ) -> Option<NodeId> {
+        let Entry::Occupied(entry) = self.entries.entry(hash.into()) else {
+            return None;
+        };
+        if !remove(*entry.get()) {
+            return None;
+        }
+        let id = entry.remove();
+        self.shrink_if_sparse();
+        Some(id)
+    }
+
+    /// The nodes of every entry, one per entry.
+    pub(crate) fn into_ids(self) -> impl Iterator<Item = NodeId> {
+        self.entries.into_values()
+    }
+
+    /// Makes room for one more entry (module docs).
+    fn make_room(&mut self) {
+        let live = self.entries.len();
+        if live < self.entries.capacity() {
+            return;
+        }
+        let mut fresh =
+            FxHashMap::with_capacity_and_hasher(live + live / 2 + 1, Default::default());
+        fresh.extend(self.entries.drain());
+        self.entries = fresh;
+    }
+
+    /// Shrinks to twice the live entries once a quarter full (module docs).
+    fn shrink_if_sparse(&mut self) {
+        let capacity = self.entries.capacity();
+        if capacity > MIN_SHRINK_CAPACITY && self.entries.len() * 4 < capacity {
+            self.entries.shrink_to(self.entries.len() * 2);
+        }
+    }
+
+    #[cfg(test)]
+    fn capacity(&self) -> usize {
+        self.entries.capacity()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Key, NodeId, RankTable};
+    use crate::types::ExternalSequenceBlockHash;
+
+    /// Block hashes look random; sequential keys would spread unnaturally
+    /// evenly under the multiplicative hash.
+    fn hash(k: u64) -> ExternalSequenceBlockHash {
+        ExternalSequenceBlockHash(k.wrapping_mul(0xd6e8_feb8_6659_fd93).rotate_left(29) ^ k)
+    }
+
+    fn filled(n: u64) -> RankTable {
+        let mut table = RankTable::default();
+        for k in 0..n {
+            table.insert(hash(k), NodeId(0));
+        }
+        table
+    }
+
+    #[test]
+    fn a_table_emptied_by_evictions_gives_its_memory_back() {
+        let mut table = filled(4096);
+        let peak = table.capacity();
+        for k in 0..4000 {
+            table.remove(hash(k));
+        }
+        assert_eq!(table.len(), 96);
+        assert!(
+            table.capacity() * 8 <= peak,
+            "{} of {peak}",
+            table.capacity()
+        );
+        assert!(table.capacity() >= 2 * table.len(), "room left to grow");
+    }
+
+    #[test]
+    fn an_entry_takes_twelve_bytes_and_keeps_the_whole_hash() {
+        assert_eq!(std::mem::size_of::<(Key, NodeId)>(), 12);
+        let hash = ExternalSequenceBlockHash(0x0123_4567_89ab_cdef);
+        let mut table = RankTable::default();
+        table.insert(hash, NodeId(1));
+        assert_eq!(table.get(hash), Some(NodeId(1)));
+        let high_half_differs = ExternalSequenceBlockHash(0x1123_4567_89ab_cdef);
+        let low_half_differs = ExternalSequenceBlockHash(0x0123_4567_89ab_cdee);
+        assert_eq!(table.get(high_half_differs), None);
+        assert_eq!(table.get(low_half_differs), None);
+    }
+
+    #[test]
+    fn a_table_grown_by_inserts_keeps_every_entry() {
+        let table = filled(100_000);
+        assert_eq!(table.len(), 100_000);
+        assert!((0..100_000).all(|k| table.get(hash(k)) == Some(NodeId(0))));
+        assert!(table.capacity() < 4 * 100_000, "{}", table.capacity());
+    }
+
+    /// Steady churn: `live` entries, then per step one evicted at random and
+    /// one new inserted, through the table (`managed`) or straight into its
+    /// map (the control). Returns the largest capacity seen and how often the
+    /// table had no room left before an insert.
+    fn churn(live: u64, steps: u64, managed: bool) -> (usize, usize) {
+        let mut keys: Vec<u64> = (0..live).collect();
+        let mut table = filled(live);
+        let (mut peak, mut full) = (table.capacity(), 0);
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        for k in live..live + steps {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let evicted = hash(keys.swap_remove((state >> 33) as usize % keys.len()));
+            if managed {
+                assert!(table.remove(evicted).is_some());
+            } else {
+                assert!(table.entries.remove(&evicted.into()).is_some());
+            }
+            full += (table.len() == table.capacity()) as usize;
+            if managed {
+                table.insert(hash(k), NodeId(0));
+            } else {
+                table.entries.insert(hash(k).into(), NodeId(0));
+            }
+            keys.push(k);
+            peak = peak.max(table.capacity());
+        }
+        assert_eq!(table.len(), live as usize);
+        (peak, full)
+    }
+
+    #[test]
+    fn a_table_under_eviction_churn_stays_at_twice_its_live_entries() {
+        // 4,096 live entries fit 8,192 buckets (7,168 usable); the table's own
+        // policy doubles to 16,384 once tombstones use up the room.
+        let (unmanaged, _) = churn(4096, 100_000, false);
+        assert!(unmanaged > 7168, "the control grows: {unmanaged}");
+        let (peak, rebuilds) = churn(4096, 100_000, true);
+        assert!(peak <= 7168, "peak capacity {peak}");
+        assert!(
+            rebuilds <= 100_000 / 2048,
+            "{rebuilds} rebuilds: not amortized"
+        );
+    }
+
+    #[test]
+    fn a_small_or_busy_table_is_left_alone() {
+        let mut small = filled(40);
+        let capacity = small.capacity();
+        for k in 0..39 {
+            small.remove(hash(k));
+        }
+        assert_eq!(small.capacity(), capacity);
+        let mut busy = filled(4096);
+        let capacity = busy.capacity();
+        busy.remove(hash(0));
+        assert_eq!(busy.capacity(), capacity);
+    }
+}

@@ -1,0 +1,45 @@
+//! loom model of rank-slot reuse on the real `SlotRegistry`
+//! (`crtc_verification::models::slots`): a lane's cached slot never writes
+//! after the removal's sweep of that slot. Gate-independent (the registry is
+//! the tree's).
+//!
+//! Negative controls (`slots_negative_controls_fail`), each in a child
+//! process of this binary: the mutants `SlotCacheIgnoresUnmaps` (a cached
+//! slot used without checking the unmap count) and `SlotStampAfterLookup`
+//! (the cache's stamp read after the mapping lookup) must each make the
+//! model fail `slot-owned`.
+
+#![cfg(crtc_loom)]
+
+use crtc_strategies::mutants::Mutant;
+use crtc_verification::models::slots;
+use crtc_verification::models::{Catch, Control, Property, Suite};
+
+crtc_verification::loom_explorer!(Loom);
+
+/// The test that doubles as the negative controls' child.
+const CONTROL_TEST: &str = "slots_negative_controls_fail";
+
+fn suite() -> Suite {
+    Suite {
+        checker: "loom",
+        gate: "slots",
+        models: vec![slots::named(Loom)],
+    }
+}
+
+#[test]
+fn slot_reuse() {
+    suite().report(slots::NAME);
+}
+
+#[test]
+fn slots_negative_controls_fail() {
+    let controls =
+        [Mutant::SlotCacheIgnoresUnmaps, Mutant::SlotStampAfterLookup].map(|mutant| Control {
+            mutant,
+            label: format!("{mutant:?}"),
+            catch: Catch::new(Property::SlotOwned, &[slots::NAME]),
+        });
+    suite().expect_failures(CONTROL_TEST, &controls);
+}
