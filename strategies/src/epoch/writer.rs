@@ -89,8 +89,10 @@ impl<'a> Writer<'a> {
         self.fresh = Some(EdgeBuf::with_pairs(capacity, pairs));
     }
 
-    /// What the gate must publish for this section.
-    pub(super) fn finish(self) -> Publish {
+    /// What the gate must publish for this section; the writer is spent.
+    /// (By reference: moving the writer into a call copied it whole, 6% of
+    /// a one-block fast append's samples.)
+    pub(super) fn finish(&mut self) -> Publish {
         let cur = self.cur;
         let cover_changed = self.draft.as_ref().is_some_and(|d| *d != cur.cover);
         let appended = self.fresh.is_none() && self.len > cur.edge.live_locked();
@@ -102,7 +104,7 @@ impl<'a> Writer<'a> {
             };
         }
         let replaced_buffer = self.fresh.is_some();
-        let edge = match self.fresh {
+        let edge = match self.fresh.take() {
             Some(fresh) => {
                 // Still private: the snapshot's Release publication orders it.
                 fresh.publish(self.len);
@@ -110,7 +112,7 @@ impl<'a> Writer<'a> {
             }
             None => Arc::clone(&cur.edge),
         };
-        let cover = self.draft.unwrap_or_else(|| cur.cover.clone());
+        let cover = self.draft.take().unwrap_or_else(|| cur.cover.clone());
         Publish::Snapshot {
             next: Box::new(Snapshot::new(edge, self.len, cover)),
             length: appended.then_some(self.len),
