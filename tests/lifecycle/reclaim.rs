@@ -100,7 +100,18 @@ fn volume_trigger_returns_node_count_to_baseline() {
         !indexer.tree().sweep_trigger().in_flight(),
         "the flag was released"
     );
-    let _ = indexer.sweep_stale();
+    // `sweep_stale` flushes first, and an idle lane may claim one more
+    // sweep after that ack too; then ours returns `None` while the lane's
+    // may still be unlinking. Retry (bounded) until a sweep of ours runs.
+    let mut ours = indexer.sweep_stale();
+    for _ in 0..10_000 {
+        if ours.is_some() {
+            break;
+        }
+        thread::sleep(Duration::from_millis(1));
+        ours = indexer.sweep_stale();
+    }
+    assert!(ours.is_some(), "a sweep of the caller's own ran");
     assert_eq!(indexer.tree().node_count(), baseline + 1);
     assert_eq!(indexer.find_matches(&q(&[1, 2, 3, 4])).score(rank(0)), 4);
 }
