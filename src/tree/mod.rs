@@ -41,6 +41,8 @@ use crate::types::{KvCacheEventData, KvError, RouterEvent, WorkerId, WorkerWithD
 use crtc_strategies::sync::Arc;
 use crtc_strategies::{Reclaim, RwLockGate, ShapeGate, ShapeRead, Slot};
 use node::Node;
+// Public for the model checkers' slot model (crtc-verification), not as API.
+#[doc(hidden)]
 pub use slots::{CachedSlot, SlotRegistry, SlotTable};
 use std::time::Instant;
 
@@ -137,7 +139,8 @@ impl<G: ShapeGate> Tree<G> {
         &self.config
     }
 
-    /// A fresh lane (lookups and counters) for applying events.
+    /// A fresh lane (lookups and counters) for applying events to this tree
+    /// (a lane belongs to the tree that made it).
     pub fn new_lane(&self) -> Lane<G> {
         Lane::default()
     }
@@ -150,12 +153,12 @@ impl<G: ShapeGate> Tree<G> {
         rank: WorkerWithDpRank,
         guard: &<G::Reclaim as Reclaim>::Guard,
     ) -> Result<Slot, KvError> {
-        let known = lane.cached_slot(rank);
-        let cached = self.slots.acquire(rank, guard, known)?;
-        if known != Some(cached) {
-            lane.add_rank(rank, Some(cached));
+        let cached = lane.cached_slot(rank);
+        let current = self.slots.acquire(rank, guard, cached)?;
+        if cached != Some(current) {
+            lane.add_rank(rank, Some(current));
         }
-        Ok(cached.slot())
+        Ok(current.slot())
     }
 
     /// Applies one event on `lane`. One rank's events must always use the

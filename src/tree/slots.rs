@@ -23,16 +23,22 @@
 //! costs two shared read-modify-writes per lookup, so each lane keeps the
 //! slot it last found for a rank as a [`CachedSlot`], stamped with the
 //! registry's *unmap count* read before the lookup. `unmap` bumps that count
-//! before it removes anything, and a cached slot is used only while the
-//! count still equals its stamp. Why that is enough: a writer that loads the
-//! count under its pin and does not see the bump was pinned before the
-//! remover's wait for pinned threads began (the pin's SeqCst fence and the
-//! remover's, issued when it pins to wait, order the two; the same argument
-//! as a reader that loaded a pointer before it was unlinked), so the sweep
-//! that follows the wait sees that writer's bits. A writer that sees the
-//! bump looks the mapping up again. Stamping *before* the lookup matters:
-//! a count read after it could already include an unmap the lookup missed,
-//! and the stale slot would then pass as current after its release.
+//! when it removed a mapping (after removing it, before its caller waits
+//! for pinned threads), and a cached slot is used only while the count still
+//! equals its stamp. Why that is enough: a writer that loads the count under
+//! its pin and does not see the bump was pinned before the remover's wait
+//! for pinned threads began, so the sweep that follows the wait sees that
+//! writer's bits. It is the argument for a reader that loaded a pointer
+//! before it was unlinked, with the count as the pointer: for crossbeam the
+//! pin's SeqCst fence and the one the remover's wait makes when it pins
+//! order the two; for seize, whose pin has only a light barrier, the SeqCst
+//! load of the count and the heavy barrier of the retirement the wait
+//! defers (as for `Reclaim::protect` loads, `crtc_strategies::reclaim`). A
+//! writer that sees the bump looks the mapping up again. Stamping *before*
+//! the lookup matters: a count read after it could already include an unmap
+//! the lookup missed, and the stale slot would then pass as current after
+//! its release. A lane belongs to the tree that made it: another tree's
+//! registry counts its own unmaps.
 //!
 //! Removing ranks is `unmap` (they may no longer write; readers still credit
 //! their old bits), then the caller waits for pinned threads and sweeps the
@@ -237,14 +243,16 @@ impl Issue {
 pub struct SlotRegistry<R: Reclaim> {
     table: SlotTable,
     issue: Arc<Mutex<Issue>>,
-    /// Calls of `unmap` so far: the stamp of every [`CachedSlot`].
+    /// Calls of `unmap` that removed a mapping: the stamp of every
+    /// [`CachedSlot`].
     unmaps: AtomicU64,
     capacity: usize,
     reclaim: std::marker::PhantomData<R>,
 }
 
-/// A rank's slot as one lane last found it, valid while no rank has been
-/// unmapped since (module docs).
+/// A rank's slot as one lane last found it, stamped with the registry's
+/// unmap count read before the lookup: valid while no rank has been
+/// unmapped since.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CachedSlot {
     slot: Slot,
@@ -295,7 +303,7 @@ impl<R: Reclaim> SlotRegistry<R> {
         let slot = self.lookup_or_issue(rank)?;
         let unmaps = if mutant!(SlotStampAfterLookup) {
             // Broken on purpose: the stamp may include an unmap the lookup
-            // missed.
+            // missed. (SeqCst: as the load above.)
             self.unmaps.load(Ordering::SeqCst)
         } else {
             unmaps
@@ -331,10 +339,13 @@ impl<R: Reclaim> SlotRegistry<R> {
     /// caller unmapped them first).
     pub fn unmap(&self, target: impl Fn(WorkerWithDpRank) -> bool) -> Vec<Slot> {
         let mut issue = self.issue.lock();
-        // SeqCst: before any mapping is removed, and ahead of the SeqCst
-        // fence of the pin the caller's wait for pinned threads makes.
-        self.unmaps.fetch_add(1, Ordering::SeqCst);
         let unmapped = self.table.unmap(target);
+        if !unmapped.is_empty() {
+            // SeqCst: after the mappings are gone and ahead of the caller's
+            // wait for pinned threads (module docs). An unmap that removed
+            // nothing leaves every lane's cached slots valid.
+            self.unmaps.fetch_add(1, Ordering::SeqCst);
+        }
         issue.pending.extend(unmapped.iter().copied());
         unmapped.into_iter().map(|(slot, _)| slot).collect()
     }

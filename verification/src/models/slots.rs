@@ -48,9 +48,16 @@ struct Shared {
     slots: SlotRegistry<DefaultReclaim>,
     /// Bit `s` set: slot `s` covers the tree's one block.
     coverage: AtomicU64,
-    /// Threads pinned, counted where loom sees it: the checker reclaimer's
-    /// pins are bookkeeping loom does not observe, and its exploration would
-    /// then miss a removal that runs whole between two stores.
+    /// Threads pinned, counted where loom sees it. The checker reclaimer's
+    /// pins are bookkeeping loom does not observe, so they give loom neither
+    /// the dependency between a pin and the remover's wait nor the ordering
+    /// edges (the pin's fence against the count's bump, the unpin against
+    /// the wait); without this counter the model's exploration never ran
+    /// the removal whole between the lane's two stores, and both mutants
+    /// survived at bounds 2 to 5. The remover waits for every pin it sees,
+    /// also ones that began after its wait did (crossbeam waits only for
+    /// older ones); such a pin has already seen the bump, so that hides
+    /// neither mutant.
     pins: AtomicUsize,
 }
 
