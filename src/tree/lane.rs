@@ -81,13 +81,14 @@ impl<G: ShapeGate> Lane<G> {
         &self.counters
     }
 
-    /// Registers `rank` on this lane (removals are no longer unknown), with
-    /// its slot when the caller just acquired it.
-    pub(crate) fn add_rank(&mut self, rank: WorkerWithDpRank, slot: Option<CachedSlot>) {
-        let table = self.ranks.entry(rank).or_default();
-        if slot.is_some() {
-            table.slot = slot;
-        }
+    /// Registers `rank` on this lane (removals are no longer unknown).
+    pub(crate) fn add_rank(&mut self, rank: WorkerWithDpRank) {
+        self.ranks.entry(rank).or_default();
+    }
+
+    /// Registers `rank` with the slot the caller just acquired for it.
+    pub(crate) fn remember_slot(&mut self, rank: WorkerWithDpRank, slot: CachedSlot) {
+        self.ranks.entry(rank).or_default().slot = Some(slot);
     }
 
     /// The slot of `rank` as this lane last found it.

@@ -156,7 +156,7 @@ impl<G: ShapeGate> Tree<G> {
         let cached = lane.cached_slot(rank);
         let current = self.slots.acquire(rank, guard, cached)?;
         if cached != Some(current) {
-            lane.add_rank(rank, Some(current));
+            lane.remember_slot(rank, current);
         }
         Ok(current.slot())
     }

@@ -173,7 +173,7 @@ impl<G: ShapeGate> Tree<G> {
         let registered = lane.has_rank(rank);
         lane.drop_rank(rank);
         if registered {
-            lane.add_rank(rank, None);
+            lane.add_rank(rank);
         }
         let slot = self.slots.table(&G::Reclaim::pin()).slot(rank);
         if let Some(slot) = slot {
