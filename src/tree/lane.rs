@@ -200,17 +200,57 @@ impl<G: ShapeGate> Lane<G> {
         hashes: impl IntoIterator<Item = ExternalSequenceBlockHash>,
         id: NodeId,
     ) -> usize {
+        let table = self.ranks.entry(rank).or_default();
+        let (changed, replaced) = Self::point(table, hashes, id);
+        self.recount(id, changed, replaced)
+    }
+
+    /// The decode fast path's side of the lane, with one probe of the rank
+    /// map where a lookup and an upsert would take two: offers the node the
+    /// entry `(rank, parent)` names to `append`, and if it accepts, points
+    /// the entries of `hashes` at that node. `None` without such an entry.
+    pub(crate) fn append_below_entry<T, E>(
+        &mut self,
+        rank: WorkerWithDpRank,
+        parent: ExternalSequenceBlockHash,
+        hashes: impl IntoIterator<Item = ExternalSequenceBlockHash>,
+        append: impl FnOnce(&Node<G>) -> Result<T, E>,
+    ) -> Option<Result<T, E>> {
+        let table = self.ranks.get_mut(&rank)?;
+        let id = table.get(parent)?;
+        let Some(hold) = &self.holds[id.0 as usize] else {
+            unreachable!("entries name only held nodes")
+        };
+        let appended = append(&hold.node);
+        if appended.is_ok() {
+            let (changed, replaced) = Self::point(table, hashes, id);
+            self.recount(id, changed, replaced);
+        }
+        Some(appended)
+    }
+
+    /// Points the entries of `hashes` in `table` at `id`: how many were new
+    /// or changed, and the nodes the changed ones named (one per entry).
+    fn point(
+        table: &mut RankTable,
+        hashes: impl IntoIterator<Item = ExternalSequenceBlockHash>,
+        id: NodeId,
+    ) -> (usize, Vec<NodeId>) {
         let mut changed = 0;
         let mut replaced = Vec::new();
-        let map = self.ranks.entry(rank).or_default();
         for hash in hashes {
-            match map.insert(hash, id) {
+            match table.insert(hash, id) {
                 Some(old) if old == id => continue,
                 Some(old) => replaced.push(old),
                 None => {}
             }
             changed += 1;
         }
+        (changed, replaced)
+    }
+
+    /// Moves the entry counts after [`Self::point`]; returns `changed`.
+    fn recount(&mut self, id: NodeId, changed: usize, replaced: Vec<NodeId>) -> usize {
         self.count(id, changed as isize);
         for old in replaced {
             self.count(old, -1);

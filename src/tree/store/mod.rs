@@ -125,17 +125,17 @@ impl<G: ShapeGate> Tree<G> {
         parent: ExternalSequenceBlockHash,
         blocks: &[BlockPair],
     ) -> bool {
-        let Some(id) = lane.entry(rank, parent) else {
-            return false;
-        };
-        match lane.node(id).gate.try_append_at_tail(slot, parent, blocks) {
-            Ok(_) => {
-                lane.upsert_held(rank, externals(blocks), id);
+        let appended = lane.append_below_entry(rank, parent, externals(blocks), |node| {
+            node.gate.try_append_at_tail(slot, parent, blocks)
+        });
+        match appended {
+            None => false,
+            Some(Ok(_)) => {
                 lane.note(blocks.len() as i64, 0);
                 lane.counters().fast_path_hits.add(1);
                 true
             }
-            Err(miss) => {
+            Some(Err(miss)) => {
                 lane.counters().fast_path_misses[miss.index()].add(1);
                 false
             }
