@@ -84,9 +84,9 @@ impl<'a> Writer<'a> {
     /// `edge[..keep]`.
     fn rebuild(&mut self, capacity: usize, keep: usize) {
         let edge = self.edge();
-        let pairs: Vec<BlockPair> = (0..keep.min(self.len)).map(|p| edge.pair(p)).collect();
-        self.len = pairs.len();
-        self.fresh = Some(EdgeBuf::with_pairs(capacity, pairs));
+        let fresh = EdgeBuf::with_pairs(capacity, (0..keep.min(self.len)).map(|p| edge.pair(p)));
+        self.len = fresh.live_locked();
+        self.fresh = Some(fresh);
     }
 
     /// What the gate must publish for this section; the writer is spent.
