@@ -22,6 +22,7 @@ use crate::compare::{
 };
 use crtc::tree::Refusal;
 use crtc_strategies::sync::Arc;
+use crtc_strategies::AppendMiss;
 use crtc_verification::workload::Workload;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::BTreeMap;
@@ -68,6 +69,11 @@ fn base_row(
         fast_path_hit_rate: stats
             .fast_path_hits
             .map(|hits| ratio(hits, stats.stores).unwrap_or(0.0)),
+        fast_path_misses: AppendMiss::ALL
+            .into_iter()
+            .filter(|m| stats.fast_path_misses[m.index()] > 0)
+            .map(|m| (m.name().to_owned(), stats.fast_path_misses[m.index()]))
+            .collect(),
         read_p50_ns: None,
         read_p99_ns: None,
         update_p50_ns: None,

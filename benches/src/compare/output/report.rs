@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 
 /// Every key a JSON row carries (the schema of `--json`; extra diagnostic
 /// keys follow these).
-pub const ROW_KEYS: [&str; 24] = [
+pub const ROW_KEYS: [&str; 25] = [
     "rejected",
     "repeats",
     "spread",
@@ -23,6 +23,7 @@ pub const ROW_KEYS: [&str; 24] = [
     "block_ops_per_s",
     "cpu_ns_per_event",
     "fast_path_hit_rate",
+    "fast_path_misses",
     "read_p50_ns",
     "read_p99_ns",
     "update_p50_ns",
@@ -64,6 +65,10 @@ pub struct Row {
     pub cpu_ns_per_event: Option<f64>,
     /// Fast-path hits per applied store (`None` for the baseline).
     pub fast_path_hit_rate: Option<f64>,
+    /// Stores the fast path tried and left to the general path, per reason
+    /// (the first repeat's; reasons with none left out). A store whose
+    /// parent the lane does not hold is not tried and not counted.
+    pub fast_path_misses: BTreeMap<String, u64>,
     /// find_matches median during the run, ns.
     pub read_p50_ns: Option<u64>,
     /// find_matches 99th percentile during the run, ns.
@@ -619,6 +624,7 @@ pub(crate) mod tests {
             bytes_per_node_membership: None,
             rejected_events: 0,
             rejected: BTreeMap::new(),
+            fast_path_misses: BTreeMap::new(),
             elapsed_s: 0.5,
             cpu_clock: CpuClock::LaneThreadsSchedstat,
             read_samples: 1,

@@ -11,7 +11,7 @@ use crtc::indexer::{Indexer, IndexerConfig};
 use crtc::tree::{LaneCounters, Refusal, TreeConfig};
 use crtc::types::{LocalBlockHash, OverlapScores, RouterEvent, WorkerId};
 use crtc_strategies::sync::Arc;
-use crtc_strategies::ShapeGate;
+use crtc_strategies::{AppendMiss, ShapeGate};
 use std::time::Instant;
 
 /// What a backend did, read after a drain.
@@ -28,6 +28,9 @@ pub struct BackendStats {
     pub refusals: [u64; Refusal::ALL.len()],
     /// Stores the decode fast path applied (`None`: no fast path).
     pub fast_path_hits: Option<u64>,
+    /// Stores the fast path tried and left to the general path, indexed by
+    /// [`AppendMiss::index`] (zeros without a fast path).
+    pub fast_path_misses: [u64; AppendMiss::ALL.len()],
     /// CPU nanoseconds of the lane threads (see [`BackendStats::cpu_clock`]).
     pub cpu_ns: u64,
     /// Where `cpu_ns` was read.
@@ -145,6 +148,7 @@ impl<G: ShapeGate> Backend for IndexerBackend<G> {
             errors: self.sum(|c| c.errors.get()),
             refusals: Refusal::ALL.map(|r| self.sum(|c| c.refusals[r.index()].get())),
             fast_path_hits: Some(self.sum(|c| c.fast_path_hits.get())),
+            fast_path_misses: AppendMiss::ALL.map(|m| self.sum(|c| c.misses(m))),
             cpu_ns,
             cpu_clock,
             footprint: Some(tree.footprint()),

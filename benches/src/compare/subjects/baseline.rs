@@ -430,6 +430,7 @@ impl Backend for GlobalLockIndexer {
             errors: self.sum(|c| &c.errors),
             refusals: Refusal::ALL.map(|r| self.sum(|c| &c.refusals[r.index()])),
             fast_path_hits: None,
+            fast_path_misses: Default::default(),
             cpu_ns,
             cpu_clock,
             footprint: Some(tree.footprint()),

@@ -225,6 +225,7 @@ impl Backend for UpstreamBackend {
             // Upstream's metrics do not name the reason.
             refusals: Refusal::ALL.map(|r| if r == Refusal::Other { errors } else { 0 }),
             fast_path_hits: None,
+            fast_path_misses: Default::default(),
             cpu_ns,
             cpu_clock,
             footprint: None,
