@@ -58,6 +58,20 @@ impl SlotBits {
             .is_some_and(|words| words[word] & mask != 0)
     }
 
+    /// Whether the set holds a slot other than `slot`.
+    #[inline]
+    pub fn has_other_than(&self, slot: Slot) -> bool {
+        let (chunk, word, mask) = Self::locate(slot);
+        let others = |index: usize, words: &[u64; INLINE_WORDS]| {
+            words.iter().enumerate().any(|(w, &bits)| {
+                let own = if (index, w) == (chunk, word) { mask } else { 0 };
+                bits & !own != 0
+            })
+        };
+        others(0, &self.inline)
+            || (self.chunks.iter().enumerate()).any(|(i, words)| others(i + 1, words))
+    }
+
     /// Adds `slot`; returns whether it was absent.
     pub fn insert(&mut self, slot: Slot) -> bool {
         let (chunk, word, mask) = Self::locate(slot);
@@ -223,6 +237,26 @@ mod tests {
         assert!(bits.remove(Slot(256)));
         assert!(!bits.contains(Slot(256)));
         assert!(bits.contains(Slot(301)));
+    }
+
+    #[test]
+    fn other_slots_are_seen_in_every_word_and_chunk() {
+        let mut bits = SlotBits::new();
+        assert!(!bits.has_other_than(Slot(5)));
+        bits.insert(Slot(5));
+        assert!(!bits.has_other_than(Slot(5)));
+        assert!(bits.has_other_than(Slot(6)));
+        for other in [4u16, 63, 64, 255, 256, 300, 1000] {
+            let mut with_other = bits.clone();
+            with_other.insert(Slot(other));
+            assert!(with_other.has_other_than(Slot(5)), "slot {other}");
+            with_other.remove(Slot(other));
+            assert!(!with_other.has_other_than(Slot(5)), "slot {other} removed");
+        }
+        let mut far = SlotBits::new();
+        far.insert(Slot(700));
+        assert!(!far.has_other_than(Slot(700)));
+        assert!(far.has_other_than(Slot(0)));
     }
 
     #[test]

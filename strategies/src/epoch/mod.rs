@@ -395,17 +395,6 @@ impl<R: Reclaim> EpochGate<R> {
         }
         Ok(value)
     }
-
-    fn demotes_another(shape: &impl ShapeRead, slot: Slot) -> bool {
-        (0..shape.full_word_count()).any(|i| {
-            let mine = if i == slot.index() / 64 {
-                1u64 << (slot.index() % 64)
-            } else {
-                0
-            };
-            shape.full_word(i) & !mine != 0
-        })
-    }
 }
 
 // SAFETY: (1) every section but `read`/`plan` holds the mutex; `read` and
@@ -483,7 +472,7 @@ unsafe impl<R: Reclaim> ShapeGate for EpochGate<R> {
         let mut writer = Writer::new(cur);
         append_eligibility(&writer, slot, parent, blocks)?;
         let old_len = writer.len();
-        if Self::demotes_another(&writer, slot) {
+        if writer.others_full(slot) {
             append_demoting(&mut writer, slot, blocks);
         } else {
             writer.push_blocks(blocks);

@@ -76,6 +76,12 @@ impl<'a> Writer<'a> {
         self.draft.get_or_insert_with(|| cur.cover.clone())
     }
 
+    /// Whether a slot other than `slot` is full (an append by `slot` would
+    /// demote it).
+    pub(super) fn others_full(&self, slot: Slot) -> bool {
+        self.cover().full.has_other_than(slot)
+    }
+
     fn view(&self) -> View<'_> {
         View::new(self.edge(), self.len, self.cover())
     }
