@@ -156,7 +156,8 @@ def tail_table(runs):
             ratio = [g / f for f, g in pairs]
             figures[f"{gate}/edge={edge}"] = {"fast": fast, "general": general,
                                               "general_over_fast": ratio}
-            lines.append(f"| {gate} | {edge} | {spread(fast, '{:.1f}')} | "
+            runs_note = "" if len(pairs) == len(runs) else f" ({len(pairs)} of {len(runs)} runs)"
+            lines.append(f"| {gate}{runs_note} | {edge} | {spread(fast, '{:.1f}')} | "
                          f"{spread(general, '{:.1f}')} | {spread(ratio, '{:.2f}')}× |")
     return lines, figures
 

@@ -194,7 +194,7 @@ impl<G: ShapeGate> Lane<G> {
 
     /// Points the entries of `hashes` at the held node `id`; returns how many
     /// were new or changed.
-    pub(crate) fn upsert_held(
+    fn upsert_held(
         &mut self,
         rank: WorkerWithDpRank,
         hashes: impl IntoIterator<Item = ExternalSequenceBlockHash>,
