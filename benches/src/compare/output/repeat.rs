@@ -153,7 +153,7 @@ pub struct RatioSummary {
 
 /// The ratios the report summarises, each within one repeat: per gate fast
 /// over general events/s; per row events/s over the global-lock row's; per
-/// row lane CPU per event over the upstream row's. `repeats[r]` holds repeat
+/// row lane CPU per event and events/s over the upstream row's. `repeats[r]` holds repeat
 /// `r`'s rows (capacity rows only are compared).
 pub fn ratios(repeats: &[Vec<Row>], upstream: &str) -> Vec<RatioSummary> {
     let mut values: Vec<(String, Vec<f64>)> = Vec::new();
@@ -207,6 +207,8 @@ fn repeat_ratios(rows: &[Row], upstream: &str) -> Vec<(String, f64)> {
         if let Some(up) = find(upstream, None).filter(|u| u.strategy != row.strategy) {
             let ratio = divide(row.cpu_ns_per_event, up.cpu_ns_per_event);
             out.extend(ratio.map(|v| (format!("{} lane CPU/event vs {upstream}", row.label()), v)));
+            let ratio = divide(row.events_per_s, up.events_per_s);
+            out.extend(ratio.map(|v| (format!("{} events/s vs {upstream}", row.label()), v)));
         }
     }
     out
@@ -247,6 +249,43 @@ mod ratio_tests {
         assert!(
             summary.iter().all(|s| !s.name.contains("vs up")),
             "no upstream row"
+        );
+    }
+
+    #[test]
+    fn rows_are_paired_with_the_upstream_row_of_their_own_repeat() {
+        let repeat = |ours: f64, up: f64| {
+            let mut rows = vec![
+                row("rwlock", Some(true), "capacity"),
+                row("up", None, "capacity"),
+            ];
+            for (r, v) in rows.iter_mut().zip([ours, up]) {
+                r.events_per_s = Some(v);
+                r.cpu_ns_per_event = Some(1e9 / v);
+            }
+            rows
+        };
+        // Each repeat runs at its own speed (the second at half the first's):
+        // paired within their repeat, the ratios are 2, 2 and 2.2.
+        let summary = ratios(
+            &[
+                repeat(400.0, 200.0),
+                repeat(200.0, 100.0),
+                repeat(220.0, 100.0),
+            ],
+            "up",
+        );
+        let find = |name: &str| summary.iter().find(|s| s.name == name).expect(name);
+        let rate = find("rwlock fast events/s vs up");
+        assert_eq!(
+            (rate.median, rate.range, rate.repeats),
+            (2.0, [2.0, 2.2], 3)
+        );
+        let cpu = find("rwlock fast lane CPU/event vs up");
+        assert_eq!(cpu.median, 0.5);
+        assert!(
+            summary.iter().all(|s| !s.name.starts_with("up ")),
+            "no self-ratio"
         );
     }
 }

@@ -633,7 +633,7 @@ pub(crate) mod tests {
         }
     }
 
-    fn report(rows: Vec<Row>) -> Report {
+    pub fn report(rows: Vec<Row>) -> Report {
         Report {
             machine: Machine {
                 hostname: "h".to_owned(),
