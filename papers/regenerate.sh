@@ -34,9 +34,10 @@ CARGO_TARGET_DIR=target/sysmalloc cargo build --release --quiet -p crtc-bench \
     --no-default-features --features all-strategies,upstream
 
 step "crtc compare --paper (mimalloc)"
-# 15 repeats: a row lasts 0.3 s (trace) to 1.2 s (agentx), and on a shared VM
-# one repeat's lane CPU ratio to upstream ranges over 2x; targets.md judges
-# the median of the 15 paired ratios.
+# 15 repeats: one repeat of a row drains in about 0.06-0.08 s (trace) to
+# 0.26-0.71 s (agentx), and on a shared VM one repeat's lane CPU ratio to
+# upstream ranges over 2x; targets.md judges the median of the 15 paired
+# ratios.
 ./target/release/crtc compare --paper "$scratch/results" --scale 4 --repeat 15
 step "crtc compare --paper (system allocator)"
 ./target/sysmalloc/release/crtc compare --paper "$scratch/results/system-malloc" --scale 4 --repeat 3
