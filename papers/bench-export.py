@@ -2,7 +2,7 @@
 """Runs the criterion groups papers/evaluation.md reads and writes their
 tables to papers/results/benches.md (and benches.json).
 
-Usage: python3 papers/bench-export.py [--repeat N] [--out DIR]
+Usage: python3 papers/bench-export.py [--repeat N] [--out DIR] [--paired-rounds R]
        [--warm-up S] [--measure S]
 
 - mixed_1r1w (one reader, one writer; every gate and upstream 1.6.1): run N
@@ -15,6 +15,12 @@ Usage: python3 papers/bench-export.py [--repeat N] [--out DIR]
   and the ratio general / fast computed within each run; each figure is the
   median of the N runs, with min-max (one run on a noisy machine can be off
   by 50%, and fast and general ids run seconds apart).
+- tail_append paired mode (`-- --paired ROUNDS`, every gate, batch 1): run N
+  times after the criterion runs; each run times fast and general fixtures
+  back to back, ROUNDS rounds (default 200), and prints the median ratio
+  general / fast over its rounds with their quartiles; each figure is the
+  median of the N runs' figures, with min-max. This is the pairing the
+  criterion ratio lacks (see benches/benches/tail_append.rs).
 - sweep (every gate, 256 and 4096 dead leaves): one run; criterion's median
   with its 95% interval.
 
@@ -42,6 +48,11 @@ PERCENTILE = re.compile(
     r"max (?P<max>\d+) ns$")
 WRITER = re.compile(r"^mixed_1r1w/(?P<gate>[\w.-]+): .*writer (?P<appends>\d+) decode appends in "
                     r"(?P<secs>[\d.]+) s \((?P<rate>[\d.]+) M/s")
+PAIRED = re.compile(
+    r"^tail_append_paired/(?P<gate>[\w.-]+)/batch=1/edge=(?P<edge>\d+): general/fast median "
+    r"(?P<median>[\d.]+) \(quartiles (?P<q1>[\d.]+)-(?P<q3>[\d.]+), range (?P<lo>[\d.]+)-"
+    r"(?P<hi>[\d.]+), (?P<rounds>\d+) rounds\); fast (?P<fast>[\d.]+) ns/event, general "
+    r"(?P<general>[\d.]+) ns/event")
 RETRIES = re.compile(r"^mixed_1r1w/(?P<gate>[\w.-]+): .*per read: seqlock restarts (?P<restarts>[\d.]+), "
                      r"fallbacks (?P<fallbacks>[\d.]+), epoch locked re-reads (?P<rereads>[\d.]+)")
 
@@ -162,6 +173,32 @@ def tail_table(runs):
     return lines, figures
 
 
+def paired(args):
+    """Per gate/edge, the lists of each paired run's figures."""
+    runs = {}
+    for repeat in range(args.repeat):
+        out = bench("tail_append", args, ["--paired", str(args.paired_rounds)])
+        for line in out.splitlines():
+            m = PAIRED.match(line)
+            if m:
+                figures = runs.setdefault(f"{m['gate']}/edge={m['edge']}", {})
+                for field in ("median", "q1", "q3", "fast", "general"):
+                    figures.setdefault(field, []).append(float(m[field]))
+        print(f"tail_append --paired: repeat {repeat + 1} of {args.repeat} done", file=sys.stderr)
+    return runs
+
+
+def paired_table(runs):
+    lines = ["| gate | edge | general / fast, paired: median of the rounds | quartiles of the rounds "
+             "| fast ns/event | general ns/event |", "|---|---:|---:|---:|---:|---:|"]
+    for key, f in runs.items():
+        gate, edge = key.split("/edge=")
+        lines.append(f"| {gate} | {edge} | {spread(f['median'], '{:.2f}')}× | "
+                     f"{statistics.median(f['q1']):.2f}–{statistics.median(f['q3']):.2f}× | "
+                     f"{spread(f['fast'], '{:.1f}')} | {spread(f['general'], '{:.1f}')} |")
+    return lines
+
+
 def sweep_table(found):
     lines = ["| gate | dead leaves | sweep µs | ns per unlinked leaf |", "|---|---:|---:|---:|"]
     for gate in GATES[:-1]:
@@ -179,6 +216,7 @@ def main():
     parser.add_argument("--out", default=os.path.join(ROOT, "papers", "results"))
     parser.add_argument("--warm-up", type=float, default=1)
     parser.add_argument("--measure", type=float, default=3)
+    parser.add_argument("--paired-rounds", type=int, default=200)
     args = parser.parse_args()
     if not 1 <= args.repeat <= 20:
         sys.exit("--repeat: 1 to 20")
@@ -190,6 +228,7 @@ def main():
         bench("tail_append", args, ["batch=1/"])
         tail.append(criterion("tail_append"))
         print(f"tail_append: repeat {repeat + 1} of {args.repeat} done", file=sys.stderr)
+    tail_paired = paired(args)
     fresh("sweep")
     bench("sweep", args)
     sweeps = criterion("sweep")
@@ -208,7 +247,16 @@ def main():
     doc += ["", "## tail_append: one-block decode store, fast path vs general path (batch 1)", "",
             "benches/benches/tail_append.rs; upstream has no fast path, so no row. Criterion's "
             "median per event in each run; the ratio is computed within each run, then "
-            "summarised over the runs.", ""] + tail_lines
+            "summarised over the runs. The two ids of a pair run seconds apart, so a change "
+            "of the machine's speed between them moves the ratio; the paired table below does "
+            "not have that problem.", ""] + tail_lines
+    doc += ["", "## tail_append, paired: fast and general fixtures timed back to back (batch 1)", "",
+            f"`cargo bench --bench tail_append -- --paired {args.paired_rounds}` (module docs of "
+            "benches/benches/tail_append.rs): each round times 16 fixtures of each path "
+            "alternately, and its ratio is general / fast per event. Per run: the median and "
+            "quartiles of the ratios over its rounds and each path's median ns/event; "
+            "`a (b–c)` is the median of the runs (min–max); the quartiles are the runs' "
+            "medians.", ""] + paired_table(tail_paired)
     doc += ["", "## sweep: one stale-leaf sweep unlinking every dead leaf", "",
             "benches/benches/sweep.rs.", ""] + sweep_table(sweeps) + [""]
     os.makedirs(args.out, exist_ok=True)
@@ -218,6 +266,9 @@ def main():
             "mixed_1r1w": {f"{g}/{m}": v for (g, m), v in runs.items()},
             "mixed_1r1w_p99_ratio_per_run": ratios,
             "tail_append_batch1_per_run": tail_figures,
+            "tail_append_paired_per_run": tail_paired,
+            "tail_append_paired_general_over_fast": {
+                k: statistics.median(v["median"]) for k, v in tail_paired.items()},
             "tail_append_general_over_fast": {
                 k: statistics.median(v["general_over_fast"]) for k, v in tail_figures.items()},
             "sweep": {k: {"median": v[0], "low": v[1], "high": v[2]} for k, v in sweeps.items()}}

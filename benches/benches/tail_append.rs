@@ -39,11 +39,25 @@
 //!
 //! `cargo bench --bench tail_append -- --test` runs every id once (one build
 //! each) after the same checks, in about a second.
+//!
+//! Paired mode: `cargo bench --bench tail_append -- --paired [ROUNDS]` skips
+//! criterion and measures the ratio general / fast at batch 1 for every gate
+//! and edge, paired at a fine grain. Criterion times the two ids seconds
+//! apart, and on a shared VM whose speed changes in phases lasting seconds
+//! that ratio moves with the phase (one binary's one-block `epoch-crossbeam`
+//! fast append took 126-147 ns in one criterion run and 188-218 ns in the
+//! next). Here each round times [`PAIRED_BUILDS`] fixtures of each path,
+//! each built (untimed) right before it runs, fast and general fixture `i`
+//! back to back in an order that flips with `i`, so both paths of a round run
+//! within a millisecond or so of each other; the round's ratio is the general
+//! path's time per event over the fast path's. One line per gate and edge
+//! gives the median ratio over the rounds, its quartiles and range, and each
+//! path's median ns/event. Every timed event is checked as in criterion mode.
 
 mod common;
 
 use common::{bench_over_builds, call_bench, every_gate};
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
 use crtc::types::{BlockPair, RouterEvent, WorkerWithDpRank};
 use crtc::{EventOutcome, Lane, Tree, TreeConfig};
 use crtc_strategies::ShapeGate;
@@ -57,6 +71,10 @@ const BATCHES: [usize; 3] = [1, 4, 16];
 const EDGES: [usize; 2] = [16, 256];
 /// Least number of timed events per build.
 const EVENTS_PER_BUILD: usize = 64;
+/// Fixtures of each path per round (paired mode).
+const PAIRED_BUILDS: usize = 16;
+/// Rounds per gate and edge when `--paired` names no count.
+const PAIRED_ROUNDS: usize = 200;
 
 /// The appending rank (full on every leaf).
 const APPENDER: WorkerWithDpRank = WorkerWithDpRank::new(1, 0);
@@ -253,5 +271,79 @@ fn benches(c: &mut Criterion) {
     every_gate!(bench_gate(c));
 }
 
+/// The `q`-quantile of sorted `values` (nearest rank).
+fn quantile(values: &[f64], q: f64) -> f64 {
+    values[((values.len() - 1) as f64 * q).round() as usize]
+}
+
+/// One round of paired mode: the fast and the general path's ns/event.
+/// Each fixture is built right before it is timed, as in criterion mode.
+fn paired_round<G: ShapeGate>(cases: [Case; 2], flip: bool) -> [f64; 2] {
+    let (mut time, mut events) = ([Duration::ZERO; 2], [0usize; 2]);
+    for i in 0..PAIRED_BUILDS {
+        let order = if (i % 2 == 0) != flip { [0, 1] } else { [1, 0] };
+        for path in order {
+            let mut fx = Fixture::<G>::build(cases[path]);
+            let n = fx.events.len();
+            time[path] += fx.run(cases[path], n);
+            events[path] += n;
+        }
+    }
+    [0, 1].map(|path| time[path].as_nanos() as f64 / events[path] as f64)
+}
+
+/// Paired mode for the gate `G` (module docs): one line per edge.
+fn paired_gate<G: ShapeGate>(rounds: usize) {
+    for edge in EDGES {
+        let cases = [true, false].map(|fast_path| Case {
+            fast_path,
+            batch: 1,
+            edge,
+        });
+        let per_round: Vec<[f64; 2]> = (0..rounds)
+            .map(|round| paired_round::<G>(cases, round % 2 == 1))
+            .collect();
+        let sorted = |f: &dyn Fn(&[f64; 2]) -> f64| {
+            let mut v: Vec<f64> = per_round.iter().map(f).collect();
+            v.sort_by(f64::total_cmp);
+            v
+        };
+        let ratios = sorted(&|r| r[1] / r[0]);
+        let (fast, general) = (sorted(&|r| r[0]), sorted(&|r| r[1]));
+        println!(
+            "tail_append_paired/{}/batch=1/edge={edge}: general/fast median {:.3} \
+             (quartiles {:.3}-{:.3}, range {:.3}-{:.3}, {rounds} rounds); \
+             fast {:.1} ns/event, general {:.1} ns/event (medians)",
+            G::NAME,
+            quantile(&ratios, 0.5),
+            quantile(&ratios, 0.25),
+            quantile(&ratios, 0.75),
+            ratios[0],
+            ratios[rounds - 1],
+            quantile(&fast, 0.5),
+            quantile(&general, 0.5),
+        );
+    }
+}
+
 criterion_group!(tail_append, benches);
-criterion_main!(tail_append);
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(at) = args.iter().position(|a| a == "--paired") {
+        let rounds = match args.get(at + 1).filter(|a| !a.starts_with("--")) {
+            None => PAIRED_ROUNDS,
+            Some(count) => match count.parse::<usize>() {
+                Ok(rounds) if rounds > 0 => rounds,
+                _ => {
+                    eprintln!("--paired {count}: the round count must be a positive integer");
+                    std::process::exit(2);
+                }
+            },
+        };
+        every_gate!(paired_gate(rounds));
+        return;
+    }
+    tail_append();
+    Criterion::default().configure_from_args().final_summary();
+}
