@@ -17,8 +17,9 @@
 //! its whole capacity) is left to double by itself instead, which moves each
 //! entry without the duplicate check a re-insert makes. In `tail_append`,
 //! whose lane table grows during the timed events, re-inserting took 142 of
-//! the 1,227 instructions of a one-block `epoch-seize` fast append and the
-//! table's own doubling takes 86 (callgrind; figures in the commit message).
+//! the 1,227 instructions of a one-block `epoch-seize` fast append at edge
+//! 16; with the table's own doubling the append takes 1,157 (callgrind;
+//! commit message of 9cbb7bc, which also changed `SlotBits::has_other_than`).
 
 use super::lane::NodeId;
 use super::slots::CachedSlot;
