@@ -18,7 +18,7 @@
 //! forced, never per event.
 
 use crate::tree::node::Node;
-use crate::tree::rank_table::RankTable;
+use crate::tree::rank_table::{RankTable, RankTables};
 use crate::tree::slots::CachedSlot;
 use crate::types::{ExternalSequenceBlockHash, KvError, WorkerWithDpRank};
 use crtc_strategies::sync::atomic::{AtomicU64, Ordering};
@@ -46,7 +46,7 @@ pub struct Tally {
 
 /// One lane's reverse lookups and node holds.
 pub struct Lane<G: ShapeGate> {
-    ranks: FxHashMap<WorkerWithDpRank, RankTable>,
+    ranks: RankTables,
     holds: Vec<Option<Hold<G>>>,
     free: Vec<u32>,
     by_addr: FxHashMap<usize, NodeId>,
@@ -57,7 +57,7 @@ pub struct Lane<G: ShapeGate> {
 impl<G: ShapeGate> Default for Lane<G> {
     fn default() -> Self {
         Self {
-            ranks: FxHashMap::default(),
+            ranks: RankTables::default(),
             holds: Vec::new(),
             free: Vec::new(),
             by_addr: FxHashMap::default(),
@@ -83,33 +83,33 @@ impl<G: ShapeGate> Lane<G> {
 
     /// Registers `rank` on this lane (removals are no longer unknown).
     pub(crate) fn add_rank(&mut self, rank: WorkerWithDpRank) {
-        self.ranks.entry(rank).or_default();
+        self.ranks.get_or_insert(rank);
     }
 
     /// Registers `rank` with the slot the caller just acquired for it.
     pub(crate) fn remember_slot(&mut self, rank: WorkerWithDpRank, slot: CachedSlot) {
-        self.ranks.entry(rank).or_default().slot = Some(slot);
+        self.ranks.get_or_insert(rank).slot = Some(slot);
     }
 
     /// The slot of `rank` as this lane last found it.
     #[inline]
     pub(crate) fn cached_slot(&self, rank: WorkerWithDpRank) -> Option<CachedSlot> {
-        self.ranks.get(&rank)?.slot
+        self.ranks.get(rank)?.slot
     }
 
     /// Whether `rank` was registered on this lane.
     pub fn has_rank(&self, rank: WorkerWithDpRank) -> bool {
-        self.ranks.contains_key(&rank)
+        self.ranks.get(rank).is_some()
     }
 
     /// The ranks registered on this lane.
     pub fn ranks(&self) -> impl Iterator<Item = WorkerWithDpRank> + '_ {
-        self.ranks.keys().copied()
+        self.ranks.ranks()
     }
 
     /// Number of entries of `rank`.
     pub fn entry_count(&self, rank: WorkerWithDpRank) -> usize {
-        self.ranks.get(&rank).map_or(0, |m| m.len())
+        self.ranks.get(rank).map_or(0, |m| m.len())
     }
 
     /// The reclamation deltas not yet folded into the tree.
@@ -140,7 +140,7 @@ impl<G: ShapeGate> Lane<G> {
         rank: WorkerWithDpRank,
         hash: ExternalSequenceBlockHash,
     ) -> Option<NodeId> {
-        self.ranks.get(&rank)?.get(hash)
+        self.ranks.get(rank)?.get(hash)
     }
 
     /// The held node behind `id`, borrowed (no reference count change).
@@ -200,7 +200,7 @@ impl<G: ShapeGate> Lane<G> {
         hashes: impl IntoIterator<Item = ExternalSequenceBlockHash>,
         id: NodeId,
     ) -> usize {
-        let table = self.ranks.entry(rank).or_default();
+        let table = self.ranks.get_or_insert(rank);
         let (changed, replaced) = Self::point(table, hashes, id);
         self.recount(id, changed, replaced)
     }
@@ -216,7 +216,7 @@ impl<G: ShapeGate> Lane<G> {
         hashes: impl IntoIterator<Item = ExternalSequenceBlockHash>,
         append: impl FnOnce(&Node<G>) -> Result<T, E>,
     ) -> Option<Result<T, E>> {
-        let table = self.ranks.get_mut(&rank)?;
+        let table = self.ranks.get_mut(rank)?;
         let id = table.get(parent)?;
         let Some(hold) = &self.holds[id.0 as usize] else {
             unreachable!("entries name only held nodes")
@@ -279,7 +279,7 @@ impl<G: ShapeGate> Lane<G> {
         rank: WorkerWithDpRank,
         hash: ExternalSequenceBlockHash,
     ) -> bool {
-        let Some(map) = self.ranks.get_mut(&rank) else {
+        let Some(map) = self.ranks.get_mut(rank) else {
             return false;
         };
         let Some(id) = map.remove(hash) else {
@@ -298,7 +298,7 @@ impl<G: ShapeGate> Lane<G> {
         nodes: [&Node<G>; 2],
     ) {
         let ids = nodes.map(|n| self.id_of(n));
-        let Some(map) = self.ranks.get_mut(&rank) else {
+        let Some(map) = self.ranks.get_mut(rank) else {
             return;
         };
         let mut removed = [0isize; 2];
@@ -334,7 +334,7 @@ impl<G: ShapeGate> Lane<G> {
 
     /// Drops every entry of `rank` and unregisters it.
     pub(crate) fn drop_rank(&mut self, rank: WorkerWithDpRank) {
-        let Some(map) = self.ranks.remove(&rank) else {
+        let Some(map) = self.ranks.remove(rank) else {
             return;
         };
         for id in map.into_ids() {
@@ -350,7 +350,7 @@ impl<G: ShapeGate> Lane<G> {
         hashes: &[ExternalSequenceBlockHash],
         ids: &[NodeId],
     ) -> usize {
-        let Some(map) = self.ranks.get(&rank) else {
+        let Some(map) = self.ranks.get(rank) else {
             return 1;
         };
         1 + hashes
