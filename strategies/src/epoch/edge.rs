@@ -89,6 +89,15 @@ impl EdgeBuf {
         }
     }
 
+    /// The external hash at `pos`; `None` past the capacity. Callers read
+    /// only below a length they loaded with Acquire.
+    #[inline]
+    pub(super) fn external(&self, pos: usize) -> Option<ExternalSequenceBlockHash> {
+        let word = self.words.get(pos.checked_mul(2)?.checked_add(1)?)?;
+        // Relaxed: ordered like `pair`'s loads.
+        Some(ExternalSequenceBlockHash(word.load(Ordering::Relaxed)))
+    }
+
     /// Writes `pair` at `pos` (at or past `live`) and indexes it. Writers
     /// only; nothing is visible until published.
     pub(super) fn write(&self, pos: usize, pair: BlockPair) {

@@ -12,7 +12,7 @@
 
 use super::edge::EdgeBuf;
 use crate::bits::SlotBits;
-use crate::edge_index::Probe;
+use crate::edge_index::{neighbour_holding, Probe};
 use crate::hash::{BlockPair, ExternalSequenceBlockHash, Slot};
 use crate::shape::{ShapeInit, ShapeRead};
 use crate::stats::{StatCounter, StatGauge};
@@ -147,11 +147,10 @@ impl ShapeRead for View<'_> {
         }
     }
     fn position_near(&self, hash: ExternalSequenceBlockHash, near: usize) -> Option<usize> {
-        [near.checked_add(1), near.checked_sub(1)]
-            .into_iter()
-            .flatten()
-            .find(|&p| p < self.len && self.edge.pair(p).external == hash)
-            .or_else(|| self.position(hash))
+        neighbour_holding(near, |p| {
+            p < self.len && self.edge.external(p) == Some(hash)
+        })
+        .or_else(|| self.position(hash))
     }
     #[inline]
     fn is_internal(&self) -> bool {

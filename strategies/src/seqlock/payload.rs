@@ -19,7 +19,7 @@
 //! gate's reclaimer after, so no reader that pins after the retire can load
 //! it.
 
-use crate::edge_index::{AtomicIndex, Probe, INDEX_THRESHOLD};
+use crate::edge_index::{neighbour_holding, AtomicIndex, Probe, INDEX_THRESHOLD};
 use crate::hash::{BlockPair, ExternalSequenceBlockHash, LocalBlockHash, Slot};
 use crate::reclaim::Reclaim;
 use crate::shape::{ShapeInit, ShapeRead, ShapeWrite};
@@ -287,12 +287,8 @@ impl<R: Reclaim> ShapeRead for View<'_, R> {
         }
     }
     fn position_near(&self, hash: ExternalSequenceBlockHash, near: usize) -> Option<usize> {
-        let neighbours = [near.checked_add(1), near.checked_sub(1)];
-        let near_hit = neighbours
-            .into_iter()
-            .flatten()
-            .find(|&p| p < self.len && self.pair(p).external == hash);
-        near_hit.or_else(|| self.position(hash))
+        neighbour_holding(near, |p| p < self.len && self.pair(p).external == hash)
+            .or_else(|| self.position(hash))
     }
     fn is_internal(&self) -> bool {
         // Relaxed: validated by the gate (the flag changes only in structural sections).
