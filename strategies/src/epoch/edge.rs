@@ -50,19 +50,26 @@ impl EdgeBuf {
         // At most `capacity` distinct keys fill at most two thirds of it.
         let index =
             (capacity > INDEX_THRESHOLD).then(|| AtomicIndex::with_slots(capacity + capacity / 2));
+        // Filled in one pass: zeroing the whole buffer first and then writing
+        // the pairs made every new buffer a zeroed allocation.
+        let mut words = Vec::with_capacity(2 * capacity);
+        for pair in pairs.into_iter().take(capacity) {
+            words.push(AtomicU64::new(pair.local.0));
+            words.push(AtomicU64::new(pair.external.0));
+        }
+        let len = words.len() / 2;
+        words.resize_with(2 * capacity, || AtomicU64::new(0));
         let buf = Self {
-            words: (0..2 * capacity).map(|_| AtomicU64::new(0)).collect(),
-            live: AtomicUsize::new(0),
+            words: words.into_boxed_slice(),
+            live: AtomicUsize::new(len),
             index,
             retired: AtomicBool::new(false),
         };
-        let mut len = 0;
-        for pair in pairs.into_iter().take(capacity) {
-            buf.write(len, pair);
-            len += 1;
+        if let Some(index) = &buf.index {
+            for pos in 0..len {
+                index.insert(buf.pair(pos).external, pos, |p| buf.pair(p).external.0);
+            }
         }
-        // Relaxed: the buffer is private until a snapshot publishes it.
-        buf.live.store(len, Ordering::Relaxed);
         LIVE_BUFFERS.add(1);
         BUFFER_ALLOCATIONS.bump();
         buf
