@@ -146,6 +146,7 @@ impl ShapeRead for View<'_> {
             Ok(Probe::Unsure) => self.scan(hash),
         }
     }
+    #[inline]
     fn position_near(&self, hash: ExternalSequenceBlockHash, near: usize) -> Option<usize> {
         neighbour_holding(near, |p| {
             p < self.len && self.edge.external(p) == Some(hash)

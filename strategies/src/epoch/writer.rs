@@ -137,6 +137,7 @@ impl ShapeRead for Writer<'_> {
     fn position(&self, hash: ExternalSequenceBlockHash) -> Option<usize> {
         self.view().position(hash)
     }
+    #[inline]
     fn position_near(&self, hash: ExternalSequenceBlockHash, near: usize) -> Option<usize> {
         self.view().position_near(hash, near)
     }
