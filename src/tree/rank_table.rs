@@ -1,5 +1,6 @@
 //! One rank's reverse lookup on a lane, `external hash -> held node`, in a
-//! hash table whose size this module manages.
+//! hash table whose size this module manages; and the lane's set of them,
+//! found by rank ([`RankTables`], which remembers the last rank found).
 //!
 //! Why manage it. A hash table never shrinks by itself, and the removals of
 //! an eviction stream leave tombstones that use up its room: when room runs
