@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates every table and figure under papers/results from the checked-out
-# revision, in one command (about 25 minutes on 2 cores; the Mooncake trace
+# revision, in one command (about 35 minutes on 2 cores, 10 of them callgrind; the Mooncake trace
 # is read from ../shared/traces when present, and skipped with a note when not):
 #
 #   papers/regenerate.sh
@@ -47,6 +47,8 @@ step "keep-up curves (papers/keepup.py)"
 python3 papers/keepup.py --out "$scratch/results"
 step "scaling (papers/scaling.py)"
 python3 papers/scaling.py --out "$scratch/results"
+step "instructions per event under callgrind (papers/instructions.py; skipped without valgrind)"
+python3 papers/instructions.py --out "$scratch/results"
 step "code size (papers/code-size.py)"
 python3 papers/code-size.py "$scratch/results/code-size.md"
 
