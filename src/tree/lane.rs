@@ -18,7 +18,7 @@
 //! forced, never per event.
 
 use crate::tree::node::Node;
-use crate::tree::rank_table::{RankTable, RankTables};
+use crate::tree::rank_table::RankTables;
 use crate::tree::slots::CachedSlot;
 use crate::types::{ExternalSequenceBlockHash, KvError, WorkerWithDpRank};
 use crtc_strategies::sync::atomic::{AtomicU64, Ordering};
@@ -201,7 +201,7 @@ impl<G: ShapeGate> Lane<G> {
         id: NodeId,
     ) -> usize {
         let table = self.ranks.get_or_insert(rank);
-        let (changed, replaced) = Self::point(table, hashes, id);
+        let (changed, replaced) = table.point(hashes, id);
         self.recount(id, changed, replaced)
     }
 
@@ -223,33 +223,13 @@ impl<G: ShapeGate> Lane<G> {
         };
         let appended = append(&hold.node);
         if appended.is_ok() {
-            let (changed, replaced) = Self::point(table, hashes, id);
+            let (changed, replaced) = table.point(hashes, id);
             self.recount(id, changed, replaced);
         }
         Some(appended)
     }
 
-    /// Points the entries of `hashes` in `table` at `id`: how many were new
-    /// or changed, and the nodes the changed ones named (one per entry).
-    fn point(
-        table: &mut RankTable,
-        hashes: impl IntoIterator<Item = ExternalSequenceBlockHash>,
-        id: NodeId,
-    ) -> (usize, Vec<NodeId>) {
-        let mut changed = 0;
-        let mut replaced = Vec::new();
-        for hash in hashes {
-            match table.insert(hash, id) {
-                Some(old) if old == id => continue,
-                Some(old) => replaced.push(old),
-                None => {}
-            }
-            changed += 1;
-        }
-        (changed, replaced)
-    }
-
-    /// Moves the entry counts after [`Self::point`]; returns `changed`.
+    /// Moves the entry counts after [`RankTable::point`](crate::tree::rank_table::RankTable::point); returns `changed`.
     fn recount(&mut self, id: NodeId, changed: usize, replaced: Vec<NodeId>) -> usize {
         self.count(id, changed as isize);
         for old in replaced {
@@ -307,6 +287,7 @@ impl<G: ShapeGate> Lane<G> {
                 removed[usize::from(ids[0] != Some(id))] += 1;
             }
         }
+        map.shrink_if_sparse();
         for (id, n) in ids.into_iter().zip(removed) {
             if let (Some(id), true) = (id, n > 0) {
                 self.count(id, -n);
