@@ -140,11 +140,18 @@ fn one_sweep_in_flight_and_the_flag_is_released() {
     f.apply(0, store(1, &[], &[2]));
     f.apply(0, remove(1, &[], &[2]));
     fold(&mut f);
-    thread::sleep(Duration::from_millis(50));
-    let claim = f
-        .tree
-        .sweep_due()
-        .expect("due again once 10 × the last duration passed");
+    // Due again once 10 × the last sweep's duration passed; a sweep the
+    // scheduler preempted lasted longer, so poll (bounded) instead of
+    // sleeping a fixed time.
+    let mut due = None;
+    for _ in 0..10_000 {
+        due = f.tree.sweep_due();
+        if due.is_some() {
+            break;
+        }
+        thread::sleep(Duration::from_millis(1));
+    }
+    let claim = due.expect("due again once 10 × the last duration passed");
     f.tree.cancel_sweep(claim);
     assert!(
         !f.tree.sweep_trigger().in_flight(),
