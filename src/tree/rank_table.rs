@@ -18,8 +18,8 @@
 //! Why per batch. Checking for room before each insert and for sparseness
 //! after each removal took 14 and 11 instructions per block on the shared
 //! Mooncake trace; checked once per event, the trace's `apply_event` ran
-//! 8.3% fewer instructions under the RwLock gate (callgrind; the commit
-//! message that introduced [`RankTable::point`]).
+//! 8.3% fewer instructions under the RwLock gate (callgrind; commit message
+//! of a8b6825).
 //!
 //! A table that grew by inserts alone (no tombstones: its live entries fill
 //! its whole capacity) is left to double by itself instead, which moves each
