@@ -43,31 +43,50 @@ pub(super) struct EdgeBuf {
 
 impl EdgeBuf {
     /// A buffer of `capacity` pairs holding `pairs` (published as its
-    /// length). Not shared yet, so the stores need no ordering of their own:
-    /// the snapshot that first holds it publishes it.
-    pub(super) fn with_pairs(capacity: usize, pairs: impl IntoIterator<Item = BlockPair>) -> Self {
+    /// length; pairs past the capacity are dropped). Not shared yet, so the
+    /// stores need no ordering of their own: the snapshot that first holds it
+    /// publishes it.
+    pub(super) fn with_pairs(capacity: usize, pairs: &[BlockPair]) -> Self {
+        let words = pairs
+            .iter()
+            .flat_map(|pair| [pair.local.0, pair.external.0]);
+        Self::filled(capacity, words)
+    }
+
+    /// A buffer of `capacity` pairs holding this buffer's first `keep` pairs
+    /// (writers only, below the length they hold; like [`Self::with_pairs`],
+    /// not shared yet). Growth and truncation rebuild an edge with it.
+    pub(super) fn copy_prefix(&self, keep: usize, capacity: usize) -> Self {
+        let prefix = self.words.get(..2 * keep).unwrap_or(&self.words);
+        // Relaxed: below the length the caller holds, ordered by the lock.
+        Self::filled(capacity, prefix.iter().map(|w| w.load(Ordering::Relaxed)))
+    }
+
+    /// A buffer of `capacity` pairs starting with `words` (local, external,
+    /// local, ...; an unpaired last word is dropped), indexed when long.
+    fn filled(capacity: usize, words: impl Iterator<Item = u64>) -> Self {
         let capacity = capacity.min(u32::MAX as usize - 1);
+        // Copied into one exact allocation and the rest zeroed: element by
+        // element through a map over every slot, or pair by pair with a
+        // capacity check per push, this was most of a rebuild's cost.
+        let mut all = Vec::with_capacity(2 * capacity);
+        all.extend(words.take(2 * capacity).map(AtomicU64::new));
+        let len = all.len() / 2;
+        all.truncate(2 * len);
+        all.resize_with(2 * capacity, || AtomicU64::new(0));
         // At most `capacity` distinct keys fill at most two thirds of it.
         let index =
             (capacity > INDEX_THRESHOLD).then(|| AtomicIndex::with_slots(capacity + capacity / 2));
-        // Filled in one pass: zeroing the whole buffer first and then writing
-        // the pairs made every new buffer a zeroed allocation.
-        let mut words = Vec::with_capacity(2 * capacity);
-        for pair in pairs.into_iter().take(capacity) {
-            words.push(AtomicU64::new(pair.local.0));
-            words.push(AtomicU64::new(pair.external.0));
-        }
-        let len = words.len() / 2;
-        words.resize_with(2 * capacity, || AtomicU64::new(0));
         let buf = Self {
-            words: words.into_boxed_slice(),
+            words: all.into_boxed_slice(),
             live: AtomicUsize::new(len),
             index,
             retired: AtomicBool::new(false),
         };
         if let Some(index) = &buf.index {
+            let key_at = |p: usize| buf.external(p).map_or(0, |hash| hash.0);
             for pos in 0..len {
-                index.insert(buf.pair(pos).external, pos, |p| buf.pair(p).external.0);
+                index.insert(ExternalSequenceBlockHash(key_at(pos)), pos, key_at);
             }
         }
         LIVE_BUFFERS.add(1);
@@ -186,7 +205,7 @@ mod tests {
     #[test]
     fn the_index_keeps_the_latest_position_of_repeats() {
         let pairs = (0..40u64).map(|i| BlockPair::new(i, i % 7));
-        let buf = EdgeBuf::with_pairs(64, pairs);
+        let buf = EdgeBuf::with_pairs(64, &pairs.collect::<Vec<_>>());
         assert_eq!(buf.live_locked(), 40);
         for h in 0..7u64 {
             let last = (0..40u64).rev().find(|i| i % 7 == h).unwrap() as usize;
@@ -210,7 +229,7 @@ mod tests {
 
     #[test]
     fn short_buffers_keep_no_index() {
-        let buf = EdgeBuf::with_pairs(4, [BlockPair::new(1, 1)]);
+        let buf = EdgeBuf::with_pairs(4, &[BlockPair::new(1, 1)]);
         assert_eq!(buf.find(ExternalSequenceBlockHash(1), 1), Err(()));
         assert_eq!(buf.capacity(), 4);
     }

@@ -66,7 +66,7 @@ impl Snapshot {
     /// The first snapshot of a node, with a buffer of exactly its edge.
     pub(super) fn from_init(init: ShapeInit) -> Self {
         let len = init.edge.len();
-        let edge = Arc::new(EdgeBuf::with_pairs(len, init.edge));
+        let edge = Arc::new(EdgeBuf::with_pairs(len, &init.edge));
         let cover = Coverage {
             full: init.full,
             cutoffs: init.cutoffs,

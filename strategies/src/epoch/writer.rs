@@ -11,6 +11,7 @@
 
 use super::edge::EdgeBuf;
 use super::snapshot::{Coverage, Snapshot, View};
+use crate::edge_index::neighbour_holding;
 use crate::hash::{BlockPair, ExternalSequenceBlockHash, Slot};
 use crate::shape::{ShapeRead, ShapeWrite};
 use crate::sync::Arc;
@@ -63,10 +64,12 @@ impl<'a> Writer<'a> {
         }
     }
 
+    #[inline]
     fn edge(&self) -> &EdgeBuf {
         self.fresh.as_ref().unwrap_or(&self.cur.edge)
     }
 
+    #[inline]
     fn cover(&self) -> &Coverage {
         self.draft.as_ref().unwrap_or(&self.cur.cover)
     }
@@ -82,6 +85,7 @@ impl<'a> Writer<'a> {
         self.cover().full.has_other_than(slot)
     }
 
+    #[inline]
     fn view(&self) -> View<'_> {
         View::new(self.edge(), self.len, self.cover())
     }
@@ -89,8 +93,7 @@ impl<'a> Writer<'a> {
     /// Moves the edge into a fresh private buffer of `capacity` pairs holding
     /// `edge[..keep]`.
     fn rebuild(&mut self, capacity: usize, keep: usize) {
-        let edge = self.edge();
-        let fresh = EdgeBuf::with_pairs(capacity, (0..keep.min(self.len)).map(|p| edge.pair(p)));
+        let fresh = self.edge().copy_prefix(keep.min(self.len), capacity);
         self.len = fresh.live_locked();
         self.fresh = Some(fresh);
     }
@@ -131,15 +134,25 @@ impl ShapeRead for Writer<'_> {
     fn len(&self) -> usize {
         self.len
     }
+    // Removal runs read pairs and neighbours through the writer once per
+    // block: these two go to the buffer directly (the writer's length never
+    // passes its buffer's capacity) instead of building a view per call.
+    #[inline]
     fn pair(&self, pos: usize) -> BlockPair {
-        self.view().pair(pos)
+        if pos < self.len {
+            self.edge().pair(pos)
+        } else {
+            BlockPair::new(0, 0)
+        }
     }
     fn position(&self, hash: ExternalSequenceBlockHash) -> Option<usize> {
         self.view().position(hash)
     }
     #[inline]
     fn position_near(&self, hash: ExternalSequenceBlockHash, near: usize) -> Option<usize> {
-        self.view().position_near(hash, near)
+        let edge = self.edge();
+        neighbour_holding(near, |p| p < self.len && edge.external(p) == Some(hash))
+            .or_else(|| self.view().position(hash))
     }
     fn is_internal(&self) -> bool {
         self.cover().internal
