@@ -34,8 +34,21 @@ const INLINE_WORDS: usize = 4;
 struct Words(Box<[AtomicU64]>);
 
 impl Words {
-    fn zeroed(len: usize) -> Self {
-        Self((0..len).map(|_| AtomicU64::new(0)).collect())
+    /// `capacity` words starting with `prefix` (cut at the capacity), the
+    /// rest zero: one exact allocation, each word written once. Zeroing it
+    /// first and then setting each word through a bounds check was most of
+    /// a new node's and a grown edge's cost.
+    fn filled(capacity: usize, prefix: impl Iterator<Item = u64>) -> Self {
+        let mut words = Vec::with_capacity(capacity);
+        words.extend(prefix.take(capacity).map(AtomicU64::new));
+        words.resize_with(capacity, || AtomicU64::new(0));
+        Self(words.into_boxed_slice())
+    }
+    /// The first `len` words (fewer if the array is shorter). Writers only.
+    fn prefix(&self, len: usize) -> impl Iterator<Item = u64> + '_ {
+        let words = self.0.get(..len).unwrap_or(&self.0);
+        // Relaxed: writers hold the gate's lock, which orders earlier stores.
+        words.iter().map(|w| w.load(Ordering::Relaxed))
     }
     #[inline]
     fn get(&self, index: usize) -> u64 {
@@ -115,34 +128,29 @@ fn encode(slot: Slot, k: u32) -> u64 {
     (slot.0 as u64) << 32 | k as u64
 }
 
+/// A published cutoff list holding `entries`.
+fn cutoff_list(entries: &[(Slot, u32)]) -> CutoffBuf {
+    let encoded = entries.iter().map(|&(slot, k)| encode(slot, k));
+    CutoffBuf(Words::filled(entries.len(), encoded))
+}
+
 fn decode(entry: u64) -> (Slot, u32) {
     (Slot((entry >> 32) as u16), entry as u32)
 }
 
 impl Payload {
     pub(super) fn new(init: ShapeInit) -> Self {
-        let edge = Words::zeroed(2 * init.edge.len().max(1));
-        for (i, pair) in init.edge.iter().enumerate() {
-            edge.set(2 * i, pair.local.0);
-            edge.set(2 * i + 1, pair.external.0);
-        }
+        let pairs = init.edge.iter();
+        let edge = Words::filled(
+            2 * init.edge.len().max(1),
+            pairs.flat_map(|pair| [pair.local.0, pair.external.0]),
+        );
         let words: Vec<u64> = init.full.words().map(|(_, w)| w).collect();
         let chunks = (words.len() > INLINE_WORDS).then(|| {
-            let extra = Words::zeroed(words.len() - INLINE_WORDS);
-            words[INLINE_WORDS..]
-                .iter()
-                .enumerate()
-                .for_each(|(i, &w)| extra.set(i, w));
-            extra
+            let extra = &words[INLINE_WORDS..];
+            Words::filled(extra.len(), extra.iter().copied())
         });
-        let cutoffs = (!init.cutoffs.is_empty()).then(|| {
-            let list = Words::zeroed(init.cutoffs.len());
-            init.cutoffs
-                .iter()
-                .enumerate()
-                .for_each(|(i, &(s, k))| list.set(i, encode(s, k)));
-            CutoffBuf(list)
-        });
+        let cutoffs = (!init.cutoffs.is_empty()).then(|| cutoff_list(&init.cutoffs));
         let flags = (init.internal as u8 * INTERNAL) | (init.anchor as u8 * ANCHOR);
         Self {
             len: AtomicU32::new(init.edge.len() as u32),
@@ -381,14 +389,7 @@ impl<'a, R: Reclaim> Writer<'a, R> {
     }
 
     fn replace_cutoffs(&mut self, entries: &[(Slot, u32)]) {
-        let list = (!entries.is_empty()).then(|| {
-            let words = Words::zeroed(entries.len());
-            entries
-                .iter()
-                .enumerate()
-                .for_each(|(i, &(s, k))| words.set(i, encode(s, k)));
-            CutoffBuf(words)
-        });
+        let list = (!entries.is_empty()).then(|| cutoff_list(entries));
         Self::replace(&self.view.payload.cutoffs, publish(list));
         self.refresh();
     }
@@ -398,8 +399,12 @@ impl<'a, R: Reclaim> Writer<'a, R> {
         if needed <= capacity {
             return;
         }
-        let grown = Words::zeroed(2 * needed.max(2 * capacity));
-        (0..2 * self.view.len).for_each(|i| grown.set(i, self.view.edge.map_or(0, |e| e.0.get(i))));
+        let kept = self
+            .view
+            .edge
+            .into_iter()
+            .flat_map(|e| e.0.prefix(2 * self.view.len));
+        let grown = Words::filled(2 * needed.max(2 * capacity), kept);
         Self::replace(&self.view.payload.edge, publish(Some(EdgeBuf(grown))));
         self.refresh();
     }
@@ -518,9 +523,8 @@ impl<R: Reclaim> ShapeWrite for Writer<'_, R> {
         // SAFETY: the writer is pinned for its lifetime (`Writer::new`).
         let chunks = unsafe { deref::<R, _>(&self.view.payload.chunks) };
         if chunks.is_none_or(|c| c.capacity() <= extra) {
-            let grown = Words::zeroed((extra + 1).next_power_of_two().max(4));
-            (0..chunks.map_or(0, |c| c.capacity()))
-                .for_each(|i| grown.set(i, chunks.map_or(0, |c| c.get(i))));
+            let kept = chunks.into_iter().flat_map(|c| c.prefix(c.capacity()));
+            let grown = Words::filled((extra + 1).next_power_of_two().max(4), kept);
             Self::replace(&self.view.payload.chunks, publish(Some(grown)));
         }
         // SAFETY: the writer is pinned for its lifetime (and holds the lock,
