@@ -45,7 +45,7 @@ pub mod payload;
 use crate::gate::{append_eligibility, AppendMiss, Commit, ShapeGate, Stale, Version};
 use crate::hash::{BlockPair, ExternalSequenceBlockHash, Slot};
 use crate::reclaim::{DefaultReclaim, Reclaim};
-use crate::shape::{append_demoting, has_other_full, ShapeInit, ShapeRead};
+use crate::shape::{append_demoting, ShapeInit, ShapeRead, ShapeWrite};
 use crate::stats::StatCounter;
 use crate::sync::atomic::{fence, AtomicU64, Ordering};
 use crate::sync::{spin_loop, Backoff};
@@ -291,11 +291,19 @@ unsafe impl<R: Reclaim> ShapeGate for SeqlockGate<R> {
             return Err(miss);
         }
         let old_len = writer.len();
-        let structural = has_other_full(&writer, slot) && !mutant!(DemotingAppendWithoutBump);
+        let others_full = writer.others_full(slot);
+        let structural = others_full && !mutant!(DemotingAppendWithoutBump);
         if structural {
             self.begin_structural(unlocked);
         }
-        append_demoting(&mut writer, slot, blocks);
+        // `slot` is full (eligibility): with no other full slot the append
+        // is just the push, and asking `append_demoting` would scan the full
+        // words a second time.
+        if others_full {
+            append_demoting(&mut writer, slot, blocks);
+        } else {
+            writer.push_blocks(blocks);
+        }
         if !mutant!(SeqlockAppendWithoutPlanBump) {
             self.bump_plan();
         }
