@@ -134,6 +134,11 @@ fn cutoff_list(entries: &[(Slot, u32)]) -> CutoffBuf {
     CutoffBuf(Words::filled(entries.len(), encoded))
 }
 
+/// A cutoff list of `len` encoded entries, `None` when empty.
+fn encoded_list(len: usize, encoded: impl Iterator<Item = u64>) -> Option<CutoffBuf> {
+    (len > 0).then(|| CutoffBuf(Words::filled(len, encoded)))
+}
+
 fn decode(entry: u64) -> (Slot, u32) {
     (Slot((entry >> 32) as u16), entry as u32)
 }
@@ -411,8 +416,8 @@ impl<'a, R: Reclaim> Writer<'a, R> {
         (0..self.view.len).map(|p| self.view.pair(p)).collect()
     }
 
-    fn replace_cutoffs(&mut self, entries: &[(Slot, u32)]) {
-        let list = (!entries.is_empty()).then(|| cutoff_list(entries));
+    /// Publishes `list` as the cutoff list, retiring the old one.
+    fn replace_cutoffs(&mut self, list: Option<CutoffBuf>) {
         Self::replace(&self.view.payload.cutoffs, publish(list));
         self.refresh();
     }
@@ -451,8 +456,18 @@ impl<'a, R: Reclaim> Writer<'a, R> {
         self.refresh();
     }
 
-    fn cutoff_list(&self) -> Vec<(Slot, u32)> {
-        self.view.cutoff_entries().collect()
+    /// The current list's encoded entries (empty when there is none).
+    fn cutoff_words(&self) -> &'a [AtomicU64] {
+        self.view.cutoffs.map_or(&[][..], |c| &c.0 .0[..])
+    }
+
+    /// Where `slot`'s entry is in the current list, or where it would go.
+    /// (Searched in place: collecting the list into a `Vec` first, on every
+    /// demotion, was a quarter of `set_cutoff`'s cost on chat.)
+    fn find_cutoff(&self, slot: Slot) -> Result<usize, usize> {
+        // Relaxed: the writer holds the lock, which orders the list's stores.
+        let slot_at = |w: &AtomicU64| decode(w.load(Ordering::Relaxed)).0;
+        self.cutoff_words().binary_search_by_key(&slot, slot_at)
     }
 }
 
@@ -574,34 +589,42 @@ impl<R: Reclaim> ShapeWrite for Writer<'_, R> {
     }
 
     fn set_cutoff(&mut self, slot: Slot, k: u32) {
-        let mut list = self.cutoff_list();
-        match list.binary_search_by_key(&slot, |&(s, _)| s) {
+        match self.find_cutoff(slot) {
             Ok(i) => {
                 if let Some(buf) = self.view.cutoffs {
                     buf.0.set(i, encode(slot, k));
                 }
             }
             Err(i) => {
-                list.insert(i, (slot, k));
-                self.replace_cutoffs(&list);
+                // Relaxed: as in `find_cutoff`.
+                let old = self
+                    .cutoff_words()
+                    .iter()
+                    .map(|w| w.load(Ordering::Relaxed));
+                let (before, after) = (old.clone().take(i), old.skip(i));
+                let entries = before.chain(std::iter::once(encode(slot, k))).chain(after);
+                self.replace_cutoffs(encoded_list(self.cutoff_words().len() + 1, entries));
             }
         }
     }
 
     fn remove_cutoff(&mut self, slot: Slot) -> bool {
-        let mut list = self.cutoff_list();
-        let Ok(i) = list.binary_search_by_key(&slot, |&(s, _)| s) else {
+        let Ok(i) = self.find_cutoff(slot) else {
             return false;
         };
-        list.remove(i);
-        self.replace_cutoffs(&list);
+        let old = self.cutoff_words();
+        // Relaxed: as in `find_cutoff`.
+        let kept = (old.iter().enumerate())
+            .filter(|&(at, _)| at != i)
+            .map(|(_, w)| w.load(Ordering::Relaxed));
+        self.replace_cutoffs(encoded_list(old.len() - 1, kept));
         true
     }
 
     fn take_cutoffs(&mut self) -> Vec<(Slot, u32)> {
-        let list = self.cutoff_list();
+        let list: Vec<_> = self.view.cutoff_entries().collect();
         if !list.is_empty() {
-            self.replace_cutoffs(&[]);
+            self.replace_cutoffs(None);
         }
         list
     }
