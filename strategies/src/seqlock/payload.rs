@@ -44,11 +44,14 @@ impl Words {
         words.resize_with(capacity, || AtomicU64::new(0));
         Self(words.into_boxed_slice())
     }
-    /// The first `len` words (fewer if the array is shorter). Writers only.
-    fn prefix(&self, len: usize) -> impl Iterator<Item = u64> + '_ {
-        let words = self.0.get(..len).unwrap_or(&self.0);
+    /// The first `len` words (fewer if the array is shorter).
+    fn prefix(&self, len: usize) -> &[AtomicU64] {
+        self.0.get(..len).unwrap_or(&self.0)
+    }
+    /// `capacity` words starting with a copy of `from`. Writers only.
+    fn copied(capacity: usize, from: &[AtomicU64]) -> Self {
         // Relaxed: writers hold the gate's lock, which orders earlier stores.
-        words.iter().map(|w| w.load(Ordering::Relaxed))
+        Self::filled(capacity, from.iter().map(|w| w.load(Ordering::Relaxed)))
     }
     #[inline]
     fn get(&self, index: usize) -> u64 {
@@ -103,12 +106,15 @@ fn publish<T>(boxed: Option<T>) -> *mut T {
 
 /// The position table of a long edge (none for short ones), with room for
 /// the edge to double before it is rebuilt.
-fn index_of(edge: &[BlockPair]) -> Option<AtomicIndex> {
-    (edge.len() > INDEX_THRESHOLD).then(|| {
-        let index = AtomicIndex::with_slots(edge.len() * 2);
-        edge.iter()
-            .enumerate()
-            .for_each(|(pos, pair)| index.insert(pair.external, pos, |p| edge[p].external.0));
+/// `external_at(p)` is the external hash at position `p < len`. (Read in
+/// place: a rebuild used to copy the edge into a `Vec` of pairs first.)
+fn index_of(len: usize, external_at: impl Fn(usize) -> u64) -> Option<AtomicIndex> {
+    (len > INDEX_THRESHOLD).then(|| {
+        let index = AtomicIndex::with_slots(len * 2);
+        for pos in 0..len {
+            let hash = ExternalSequenceBlockHash(external_at(pos));
+            index.insert(hash, pos, &external_at);
+        }
         index
     })
 }
@@ -161,7 +167,9 @@ impl Payload {
             len: AtomicU32::new(init.edge.len() as u32),
             flags: AtomicU8::new(flags),
             edge: AtomicPtr::new(publish(Some(EdgeBuf(edge)))),
-            index: AtomicPtr::new(publish(index_of(&init.edge))),
+            index: AtomicPtr::new(publish(index_of(init.edge.len(), |p| {
+                init.edge[p].external.0
+            }))),
             full: std::array::from_fn(|i| AtomicU64::new(words.get(i).copied().unwrap_or(0))),
             chunks: AtomicPtr::new(publish(chunks)),
             cutoffs: AtomicPtr::new(publish(cutoffs)),
@@ -412,10 +420,6 @@ impl<'a, R: Reclaim> Writer<'a, R> {
         self.view = View::new(self.view.payload, self.pin);
     }
 
-    fn edge_pairs(&self) -> Vec<BlockPair> {
-        (0..self.view.len).map(|p| self.view.pair(p)).collect()
-    }
-
     /// Publishes `list` as the cutoff list, retiring the old one.
     fn replace_cutoffs(&mut self, list: Option<CutoffBuf>) {
         Self::replace(&self.view.payload.cutoffs, publish(list));
@@ -427,12 +431,13 @@ impl<'a, R: Reclaim> Writer<'a, R> {
         if needed <= capacity {
             return;
         }
+        // A slice, not an iterator over the optional buffer: `flat_map` hid
+        // the length from the copy, which then checked capacity per word.
         let kept = self
             .view
             .edge
-            .into_iter()
-            .flat_map(|e| e.0.prefix(2 * self.view.len));
-        let grown = Words::filled(2 * needed.max(2 * capacity), kept);
+            .map_or(&[][..], |e| e.0.prefix(2 * self.view.len));
+        let grown = Words::copied(2 * needed.max(2 * capacity), kept);
         Self::replace(&self.view.payload.edge, publish(Some(EdgeBuf(grown))));
         self.refresh();
     }
@@ -451,7 +456,8 @@ impl<'a, R: Reclaim> Writer<'a, R> {
     }
 
     fn rebuild_index(&mut self) {
-        let rebuilt = index_of(&self.edge_pairs());
+        let edge = self.view.edge;
+        let rebuilt = index_of(self.view.len, |p| edge.map_or(0, |e| e.0.get(2 * p + 1)));
         Self::replace(&self.view.payload.index, publish(rebuilt));
         self.refresh();
     }
@@ -561,8 +567,8 @@ impl<R: Reclaim> ShapeWrite for Writer<'_, R> {
         // SAFETY: the writer is pinned for its lifetime (`Writer::new`).
         let chunks = unsafe { deref::<R, _>(&self.view.payload.chunks) };
         if chunks.is_none_or(|c| c.capacity() <= extra) {
-            let kept = chunks.into_iter().flat_map(|c| c.prefix(c.capacity()));
-            let grown = Words::filled((extra + 1).next_power_of_two().max(4), kept);
+            let kept = chunks.map_or(&[][..], |c| &c.0[..]);
+            let grown = Words::copied((extra + 1).next_power_of_two().max(4), kept);
             Self::replace(&self.view.payload.chunks, publish(Some(grown)));
         }
         // SAFETY: the writer is pinned for its lifetime (and holds the lock,
