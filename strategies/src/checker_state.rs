@@ -11,15 +11,25 @@
 //! unmodelled atomic, invisible to the checker: it models the harness, not
 //! the code under test): a negative control selects it in a child process
 //! that runs one model.
+//!
+//! Retired objects are also tracked by address until their deferred free
+//! runs, so a second retire of one object (two writers each retiring the
+//! snapshot they both started from, a double free in the making) panics
+//! with [`RETIRED_TWICE`] at the retire, before any memory is freed twice.
+//! An address stays in the set only while its object is still allocated
+//! (its free pending, or leaked by an aborted model), so no new object can
+//! share it: the check has no false positives.
 
 use crate::sync::unmodelled::{AtomicU8, Ordering};
 use std::cell::{Cell, RefCell};
+use std::collections::HashSet;
 
 type Deferred = Box<dyn FnOnce() + Send>;
 
 thread_local! {
     static PINNED: Cell<usize> = const { Cell::new(0) };
     static DEFERRED: RefCell<Vec<Deferred>> = const { RefCell::new(Vec::new()) };
+    static RETIRED: RefCell<Option<HashSet<usize>>> = const { RefCell::new(None) };
 }
 static MUTANT: AtomicU8 = AtomicU8::new(0);
 
@@ -41,6 +51,22 @@ pub fn pinned() -> usize {
 /// Queues `f` until no thread is pinned.
 pub fn defer(f: impl FnOnce() + Send + 'static) {
     DEFERRED.with(|d| d.borrow_mut().push(Box::new(f)));
+}
+
+/// What a second retire of one object panics with (the verification crate
+/// reports it as no-free-while-held).
+pub const RETIRED_TWICE: &str = "an object was retired twice before its free ran";
+
+/// Records that the object at `addr` is retired (its free deferred).
+/// Panics if it already is: the second retire would free it twice.
+pub fn retired(addr: usize) {
+    let fresh = RETIRED.with(|r| r.borrow_mut().get_or_insert_default().insert(addr));
+    assert!(fresh, "{RETIRED_TWICE} (address {addr:#x})");
+}
+
+/// Records that the retired object at `addr` was freed.
+pub fn freed(addr: usize) {
+    RETIRED.with(|r| r.borrow_mut().get_or_insert_default().remove(&addr));
 }
 
 /// Runs every queued function if no thread is pinned.

@@ -106,12 +106,18 @@ impl Property {
 /// What opens a tagged failure message, before the id.
 const TAG: &str = "[property ";
 
-/// loom's own failure messages (its panics, not ours) and the property each
-/// reports: its causality check on `UnsafeCell` accesses, and its count of
-/// an `Arc`'s references.
-const CHECKER_MESSAGES: [(&str, Property); 2] = [
+/// The checkers' own failure messages (not our `check!`s) and the property
+/// each reports: loom's causality check on `UnsafeCell` accesses and its
+/// count of an `Arc`'s references, and the checker reclaimer's double-retire
+/// check (`crtc_strategies::checker_state::RETIRED_TWICE`: an object retired
+/// while another writer still held it, about to be retired again).
+const CHECKER_MESSAGES: [(&str, Property); 3] = [
     ("Causality violation", Property::RaceFree),
     ("Arc is already released", Property::NoFreeWhileHeld),
+    (
+        "an object was retired twice before its free ran",
+        Property::NoFreeWhileHeld,
+    ),
 ];
 
 impl fmt::Display for Property {

@@ -179,6 +179,8 @@ impl Retired {
     /// was unpublished before it was retired, and this runs once, after
     /// every reader that could have loaded it has unpinned.
     unsafe fn free(self) {
+        #[cfg(any(crtc_loom, crtc_shuttle))]
+        crate::checker_state::freed(self.snap as usize);
         RETIRED_SNAPSHOT_BYTES.sub(self.bytes);
         // SAFETY: the caller's contract.
         drop(unsafe { Box::from_raw(self.snap) });
@@ -362,6 +364,11 @@ impl<R: Reclaim> EpochGate<R> {
     /// any more; it is retired once.
     unsafe fn retire(old: Option<Retired>) {
         let Some(old) = old else { return };
+        // Under the model checkers a second retire of one snapshot (writers
+        // not excluded, the mutant `EpochUnexcludedWriters`) panics here,
+        // before it could be freed twice.
+        #[cfg(any(crtc_loom, crtc_shuttle))]
+        crate::checker_state::retired(old.snap as usize);
         RETIRED_SNAPSHOT_BYTES.add(old.bytes);
         // SAFETY: the caller's contract, and `R` runs this only after every
         // reader that could have loaded the snapshot has unpinned.
