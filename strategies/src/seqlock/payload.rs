@@ -134,12 +134,6 @@ fn encode(slot: Slot, k: u32) -> u64 {
     (slot.0 as u64) << 32 | k as u64
 }
 
-/// A published cutoff list holding `entries`.
-fn cutoff_list(entries: &[(Slot, u32)]) -> CutoffBuf {
-    let encoded = entries.iter().map(|&(slot, k)| encode(slot, k));
-    CutoffBuf(Words::filled(entries.len(), encoded))
-}
-
 /// A cutoff list of `len` encoded entries, `None` when empty.
 fn encoded_list(len: usize, encoded: impl Iterator<Item = u64>) -> Option<CutoffBuf> {
     (len > 0).then(|| CutoffBuf(Words::filled(len, encoded)))
@@ -161,7 +155,8 @@ impl Payload {
             let extra = &words[INLINE_WORDS..];
             Words::filled(extra.len(), extra.iter().copied())
         });
-        let cutoffs = (!init.cutoffs.is_empty()).then(|| cutoff_list(&init.cutoffs));
+        let encoded = init.cutoffs.iter().map(|&(slot, k)| encode(slot, k));
+        let cutoffs = encoded_list(init.cutoffs.len(), encoded);
         let flags = (init.internal as u8 * INTERNAL) | (init.anchor as u8 * ANCHOR);
         Self {
             len: AtomicU32::new(init.edge.len() as u32),
