@@ -5,8 +5,14 @@
 //! lookup scans from the tail, so the last copy of a repeated hash wins. Longer
 //! edges keep a table from external hash to its last position.
 //!
-//! [`EdgeIndex`] (lock-based gates) is a table of positions (4 bytes a slot,
-//! the key read from the edge) over a prefix `[0, indexed)`; the unindexed
+//! Both tables hold positions only, never keys: a slot is `position + 1`
+//! (0 = empty) and its key is read from the edge. Every owner keeps its
+//! positions below its slot count, so a table of at most [`NARROW_SLOTS`]
+//! slots stores them in 2 bytes a slot and a larger one in 4 (the plain
+//! table of an edge of up to 16,384 blocks is narrow).
+//!
+//! [`EdgeIndex`] (lock-based gates) is a table of positions over a prefix
+//! `[0, indexed)`; the unindexed
 //! tail (fewer than [`TAIL_BATCH`] positions) is
 //! scanned first, newest to oldest, so a decode append costs no hashing
 //! until a batch is full. A split rebuilds the (prefix) table, which is
@@ -24,7 +30,7 @@
 //! view).
 
 use crate::hash::{BlockPair, ExternalSequenceBlockHash};
-use crate::sync::atomic::{AtomicU32, Ordering};
+use crate::sync::atomic::{AtomicU16, AtomicU32, Ordering};
 
 /// Edges longer than this keep a position table. The model checkers' edges
 /// are a few blocks long, so under them it is 1: there every edge of two
@@ -38,15 +44,66 @@ pub const INDEX_THRESHOLD: usize = if cfg!(any(crtc_loom, crtc_shuttle)) {
 /// Appended positions are indexed in batches of this many.
 pub const TAIL_BATCH: usize = 32;
 
+/// Tables of at most this many slots keep 2-byte slots: their positions
+/// (below the slot count) plus one fit in 16 bits.
+pub const NARROW_SLOTS: usize = 1 << 15;
+
+/// A plain table's slots, 2 or 4 bytes wide (module docs).
+#[derive(Clone, Debug)]
+enum Slots {
+    Narrow(Box<[u16]>),
+    Wide(Box<[u32]>),
+}
+
+impl Slots {
+    fn zeroed(len: usize) -> Self {
+        if len <= NARROW_SLOTS {
+            Self::Narrow(vec![0; len].into_boxed_slice())
+        } else {
+            Self::Wide(vec![0; len].into_boxed_slice())
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Self::Narrow(slots) => slots.len(),
+            Self::Wide(slots) => slots.len(),
+        }
+    }
+
+    #[inline]
+    fn get(&self, at: usize) -> u32 {
+        match self {
+            Self::Narrow(slots) => u32::from(slots[at]),
+            Self::Wide(slots) => slots[at],
+        }
+    }
+
+    /// Stores `position + 1` at `at`; positions stay below the slot count.
+    fn set(&mut self, at: usize, pos: usize) {
+        match self {
+            Self::Narrow(slots) => slots[at] = pos as u16 + 1,
+            Self::Wide(slots) => slots[at] = pos as u32 + 1,
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        match self {
+            Self::Narrow(slots) => std::mem::size_of_val(&**slots),
+            Self::Wide(slots) => std::mem::size_of_val(&**slots),
+        }
+    }
+}
+
 /// The position table of one edge (empty for short edges): open
 /// addressing over positions alone. A slot holds `position + 1` (0 = empty)
-/// and its key is the edge's external hash at that position, so a slot is 4
-/// bytes and a lookup compares against the edge it indexes (`probe`). At
+/// and its key is the edge's external hash at that position, so a slot is 2
+/// or 4 bytes and a lookup compares against the edge it indexes (`probe`). At
 /// most half the slots are used, so a successful lookup takes about 1.5
 /// steps on average.
 #[derive(Clone, Debug, Default)]
 pub struct EdgeIndex {
-    slots: Option<Box<[u32]>>,
+    slots: Option<Slots>,
     indexed: usize,
 }
 
@@ -96,7 +153,7 @@ impl EdgeIndex {
 
     fn rebuild(&mut self, edge: &[BlockPair]) {
         self.slots = (edge.len() > INDEX_THRESHOLD)
-            .then(|| vec![0; (2 * edge.len()).next_power_of_two()].into_boxed_slice());
+            .then(|| Slots::zeroed((2 * edge.len()).next_power_of_two()));
         self.indexed = 0;
         self.index_through(edge);
     }
@@ -109,8 +166,8 @@ impl EdgeIndex {
         };
         for (pos, pair) in edge.iter().enumerate().skip(self.indexed) {
             let key_at = |p: usize| edge.get(p).map(|pair| pair.external.0);
-            match probe(slots.len(), pair.external, |i| slots[i], key_at) {
-                Stop::Hit(at, _) | Stop::Miss(Some(at), _) => slots[at] = pos as u32 + 1,
+            match probe(slots.len(), pair.external, |i| slots.get(i), key_at) {
+                Stop::Hit(at, _) | Stop::Miss(Some(at), _) => slots.set(at, pos),
                 Stop::Miss(None, _) => unreachable!("at most half the slots are used"),
             }
         }
@@ -130,9 +187,7 @@ impl EdgeIndex {
 
     /// Heap bytes of the table.
     pub fn bytes(&self) -> usize {
-        self.slots
-            .as_ref()
-            .map_or(0, |slots| std::mem::size_of_val(&**slots))
+        self.slots.as_ref().map_or(0, Slots::bytes)
     }
 
     /// Records that `edge` was truncated (its suffix split off).
@@ -152,7 +207,7 @@ impl EdgeIndex {
             return Some(tail + recent);
         }
         let key_at = |p: usize| edge.get(p).map(|pair| pair.external.0);
-        match probe(slots.len(), hash, |i| slots[i], key_at) {
+        match probe(slots.len(), hash, |i| slots.get(i), key_at) {
             Stop::Hit(_, pos) => Some(pos),
             Stop::Miss(..) => None,
         }
@@ -207,10 +262,89 @@ pub enum Probe {
 
 /// An insert-only atomic table of `latest position + 1` (0 = empty) whose
 /// keys are the edge's external hashes at those positions, read without
-/// locks (module docs): 4 bytes a slot. Its slot count is fixed; the owner
-/// sizes it so it never fills and replaces it to grow.
+/// locks (module docs): 2 or 4 bytes a slot. Its slot count is fixed; the
+/// owner sizes it so it never fills, keeps positions below it, and replaces
+/// the table to grow.
 pub struct AtomicIndex {
-    slots: Box<[AtomicU32]>,
+    slots: AtomicSlots,
+}
+
+/// An atomic table's slots, 2 or 4 bytes wide.
+enum AtomicSlots {
+    Narrow(Box<[AtomicU16]>),
+    Wide(Box<[AtomicU32]>),
+}
+
+/// A slot of an [`AtomicIndex`]: `position + 1`, 0 when empty.
+trait AtomicSlot: Sized {
+    fn empty() -> Self;
+    fn load_slot(&self, order: Ordering) -> u32;
+    /// Stores `position + 1`; positions stay below the slot count.
+    fn store_slot(&self, pos: usize, order: Ordering);
+}
+
+impl AtomicSlot for AtomicU16 {
+    fn empty() -> Self {
+        AtomicU16::new(0)
+    }
+    #[inline]
+    fn load_slot(&self, order: Ordering) -> u32 {
+        u32::from(self.load(order))
+    }
+    #[inline]
+    fn store_slot(&self, pos: usize, order: Ordering) {
+        self.store(pos as u16 + 1, order);
+    }
+}
+
+impl AtomicSlot for AtomicU32 {
+    fn empty() -> Self {
+        AtomicU32::new(0)
+    }
+    #[inline]
+    fn load_slot(&self, order: Ordering) -> u32 {
+        self.load(order)
+    }
+    #[inline]
+    fn store_slot(&self, pos: usize, order: Ordering) {
+        self.store(pos as u32 + 1, order);
+    }
+}
+
+/// [`AtomicIndex::insert`] on slots of one width.
+#[inline]
+fn insert_into<S: AtomicSlot>(
+    slots: &[S],
+    hash: ExternalSequenceBlockHash,
+    pos: usize,
+    key_at: impl Fn(usize) -> u64,
+) {
+    debug_assert!(pos < slots.len(), "positions stay below the slot count");
+    // Relaxed: only writers store, and they hold the node's lock.
+    let slot_at = |i: usize| slots[i].load_slot(Ordering::Relaxed);
+    if let Stop::Hit(at, _) | Stop::Miss(Some(at), _) =
+        probe(slots.len(), hash, slot_at, |p| Some(key_at(p)))
+    {
+        // Release: a reader that loads this slot also sees the pair stored
+        // at `pos` before it.
+        slots[at].store_slot(pos, Ordering::Release);
+    }
+}
+
+/// [`AtomicIndex::find`] on slots of one width.
+#[inline]
+fn find_in<S: AtomicSlot>(
+    slots: &[S],
+    hash: ExternalSequenceBlockHash,
+    key_at: impl Fn(usize) -> Option<u64>,
+) -> Probe {
+    // Acquire: pairs with the Release store in `insert_into`.
+    let slot_at = |i: usize| slots[i].load_slot(Ordering::Acquire);
+    match probe(slots.len(), hash, slot_at, key_at) {
+        Stop::Hit(_, pos) => Probe::Found(pos),
+        Stop::Miss(_, true) => Probe::Unsure,
+        Stop::Miss(_, false) => Probe::Absent,
+    }
 }
 
 impl std::fmt::Debug for AtomicIndex {
@@ -224,20 +358,30 @@ impl std::fmt::Debug for AtomicIndex {
 impl AtomicIndex {
     /// An empty table of `slots` slots (rounded up to a power of two).
     pub fn with_slots(slots: usize) -> Self {
-        let slots = slots.max(1).next_power_of_two();
-        Self {
-            slots: (0..slots).map(|_| AtomicU32::new(0)).collect(),
-        }
+        let count = slots.max(1).next_power_of_two();
+        let slots = if count <= NARROW_SLOTS {
+            AtomicSlots::Narrow((0..count).map(|_| AtomicSlot::empty()).collect())
+        } else {
+            AtomicSlots::Wide((0..count).map(|_| AtomicSlot::empty()).collect())
+        };
+        Self { slots }
     }
 
     /// Slots in the table.
     pub fn slots(&self) -> usize {
-        self.slots.len()
+        match &self.slots {
+            AtomicSlots::Narrow(slots) => slots.len(),
+            AtomicSlots::Wide(slots) => slots.len(),
+        }
     }
 
     /// Heap bytes of the table.
     pub fn bytes(&self) -> usize {
-        self.slots() * std::mem::size_of::<u32>()
+        let width = match self.slots {
+            AtomicSlots::Narrow(_) => std::mem::size_of::<u16>(),
+            AtomicSlots::Wide(_) => std::mem::size_of::<u32>(),
+        };
+        self.slots() * width
     }
 
     /// Records `pos` as the latest position of `hash`, whose pair the caller
@@ -245,36 +389,30 @@ impl AtomicIndex {
     /// `key_at(p)` is the external hash the writer's edge holds at an
     /// indexed position `p`. A full table drops the entry; readers then
     /// scan (owners size tables so this never happens).
+    #[inline]
     pub fn insert(
         &self,
         hash: ExternalSequenceBlockHash,
         pos: usize,
         key_at: impl Fn(usize) -> u64,
     ) {
-        // Relaxed: only writers store, and they hold the node's lock.
-        let slot_at = |i: usize| self.slots[i].load(Ordering::Relaxed);
-        if let Stop::Hit(at, _) | Stop::Miss(Some(at), _) =
-            probe(self.slots(), hash, slot_at, |p| Some(key_at(p)))
-        {
-            // Release: a reader that loads this slot also sees the pair
-            // stored at `pos` before it.
-            self.slots[at].store(pos as u32 + 1, Ordering::Release);
+        match &self.slots {
+            AtomicSlots::Narrow(slots) => insert_into(slots, hash, pos, key_at),
+            AtomicSlots::Wide(slots) => insert_into(slots, hash, pos, key_at),
         }
     }
 
     /// Probes for `hash`; `key_at(p)` is the external hash at `p` in the
     /// caller's view of the edge, `None` past it.
+    #[inline]
     pub fn find(
         &self,
         hash: ExternalSequenceBlockHash,
         key_at: impl Fn(usize) -> Option<u64>,
     ) -> Probe {
-        // Acquire: pairs with the Release store in `insert`.
-        let slot_at = |i: usize| self.slots[i].load(Ordering::Acquire);
-        match probe(self.slots(), hash, slot_at, key_at) {
-            Stop::Hit(_, pos) => Probe::Found(pos),
-            Stop::Miss(_, true) => Probe::Unsure,
-            Stop::Miss(_, false) => Probe::Absent,
+        match &self.slots {
+            AtomicSlots::Narrow(slots) => find_in(slots, hash, key_at),
+            AtomicSlots::Wide(slots) => find_in(slots, hash, key_at),
         }
     }
 }
@@ -297,8 +435,30 @@ mod tests {
         );
         let long = edge(&(0..1000).collect::<Vec<_>>());
         let bytes = EdgeIndex::build(&long).bytes();
-        // 1,000 positions at most half full: 2,048 slots of 4 bytes.
-        assert_eq!(bytes, 2048 * 4);
+        // 1,000 positions at most half full: 2,048 slots of 2 bytes.
+        assert_eq!(bytes, 2048 * 2);
+    }
+
+    #[test]
+    fn slots_widen_past_the_narrow_limit_and_keep_every_position() {
+        // Edges of up to half the narrow limit index into 2-byte slots;
+        // one block more doubles the table past it, into 4-byte slots.
+        for len in [NARROW_SLOTS / 2, NARROW_SLOTS / 2 + 1] {
+            let pairs = edge(&(0..len as u64).map(|h| h * 7 + 1).collect::<Vec<_>>());
+            let index = EdgeIndex::build(&pairs);
+            let width = if len <= NARROW_SLOTS / 2 { 2 } else { 4 };
+            assert_eq!(index.bytes(), (2 * len).next_power_of_two() * width);
+            let last = ExternalSequenceBlockHash((len as u64 - 1) * 7 + 1);
+            assert_eq!(index.position(&pairs, last), Some(len - 1));
+            let atomic = AtomicIndex::with_slots(2 * len);
+            let key_at = |p: usize| pairs[p].external.0;
+            atomic.insert(last, len - 1, key_at);
+            assert_eq!(atomic.bytes(), index.bytes());
+            assert_eq!(
+                atomic.find(last, |p| Some(key_at(p))),
+                Probe::Found(len - 1)
+            );
+        }
     }
 
     #[test]

@@ -28,8 +28,8 @@ mod arm {
     /// Atomics and fences (std in production).
     pub mod atomic {
         pub use std::sync::atomic::{
-            fence, AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize,
-            Ordering,
+            fence, AtomicBool, AtomicI64, AtomicPtr, AtomicU16, AtomicU32, AtomicU64, AtomicU8,
+            AtomicUsize, Ordering,
         };
     }
 
@@ -250,8 +250,8 @@ mod arm {
     /// Atomics and fences (loom).
     pub mod atomic {
         pub use loom::sync::atomic::{
-            fence, AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize,
-            Ordering,
+            fence, AtomicBool, AtomicI64, AtomicPtr, AtomicU16, AtomicU32, AtomicU64, AtomicU8,
+            AtomicUsize, Ordering,
         };
     }
 
@@ -271,8 +271,8 @@ mod arm {
     /// Atomics and fences (shuttle).
     pub mod atomic {
         pub use shuttle::sync::atomic::{
-            fence, AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize,
-            Ordering,
+            fence, AtomicBool, AtomicI64, AtomicPtr, AtomicU16, AtomicU32, AtomicU64, AtomicU8,
+            AtomicUsize, Ordering,
         };
     }
 
