@@ -178,7 +178,7 @@ impl<G: ShapeGate> Tree<G> {
         scratch: &mut Scratch,
         guard: &'g <G::Reclaim as Reclaim>::Guard,
     ) -> Hop<'g, G> {
-        node.gate.read(|shape| {
+        node.gate.read_in(guard, |shape| {
             scratch.words.clear();
             scratch.dropped.clear();
             let edge_len = shape.len();

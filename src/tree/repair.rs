@@ -45,7 +45,7 @@ impl<G: ShapeGate> Tree<G> {
             .map(|(_, c)| c)
             .collect();
         while let Some(node) = queue.pop_front() {
-            if let Some(pos) = node.gate.read(|s| s.position(hash)) {
+            if let Some(pos) = node.gate.read_in(guard, |s| s.position(hash)) {
                 self.redirect_repaired(lane, stale, &node, pos, direction, guard);
                 return Some(node);
             }
@@ -69,7 +69,7 @@ impl<G: ShapeGate> Tree<G> {
             .filter_map(|r| table.slot(r).map(|s| (r, s)))
             .collect();
         let mut moves = Vec::new();
-        resolved.gate.read(|s| {
+        resolved.gate.read_in(guard, |s| {
             moves.clear();
             for &(rank, slot) in &ranks {
                 let covered = s.covered_len(slot);

@@ -467,7 +467,7 @@ impl<G: ShapeGate> Tree<G> {
             for (key, child) in parent.children.snapshot(&guard) {
                 let (len, holders, anchor) = child
                     .gate
-                    .read(|s| (s.len() as u64, s.has_holders(), s.is_anchor()));
+                    .read_in(&guard, |s| (s.len() as u64, s.has_holders(), s.is_anchor()));
                 stats.nodes += 1;
                 stats.linked += len;
                 if child.children.len(&guard) > 0 {

@@ -209,6 +209,31 @@ pub unsafe trait ShapeGate: Send + Sync + Sized + 'static {
     /// the view belongs to.
     fn plan<R>(&self, f: impl FnMut(&Self::View<'_>) -> R) -> (R, Version);
 
+    /// [`Self::read`] under the caller's pin of [`Self::Reclaim`], which
+    /// stays pinned for the call: a walk pins once, not once per node. The
+    /// default pins again (the RwLock gate's views expose nothing retired).
+    #[inline]
+    fn read_in<R>(
+        &self,
+        guard: &<Self::Reclaim as Reclaim>::Guard,
+        f: impl FnMut(&Self::View<'_>) -> R,
+    ) -> R {
+        let _ = guard;
+        self.read(f)
+    }
+
+    /// [`Self::plan`] under the caller's pin of [`Self::Reclaim`] (as
+    /// [`Self::read_in`]).
+    #[inline]
+    fn plan_in<R>(
+        &self,
+        guard: &<Self::Reclaim as Reclaim>::Guard,
+        f: impl FnMut(&Self::View<'_>) -> R,
+    ) -> (R, Version) {
+        let _ = guard;
+        self.plan(f)
+    }
+
     /// Runs `f` in a shared section, after validating `version` if given.
     fn shared<R>(&self, version: Option<Version>, f: impl FnOnce() -> R) -> Result<R, Stale>;
 

@@ -1,11 +1,12 @@
 //! The `ShapeGate` contract, checked the same way for every strategy:
-//! validation after shape changes, and the decode append's checks (each
-//! declined append changes nothing). Adding a strategy is one line.
+//! validation after shape changes, the decode append's checks (each
+//! declined append changes nothing), and reads and plans under a caller's
+//! pin. Adding a strategy is one line.
 
 use crtc_strategies::shape::{split_at, ShapeInit};
 use crtc_strategies::{
-    AppendMiss, BlockPair, Commit, ExternalSequenceBlockHash, ShapeGate, ShapeRead, Slot, SlotBits,
-    Stale,
+    AppendMiss, BlockPair, Commit, ExternalSequenceBlockHash, Reclaim, ShapeGate, ShapeRead, Slot,
+    SlotBits, Stale,
 };
 
 fn edge(n: u64) -> Vec<BlockPair> {
@@ -147,6 +148,28 @@ fn coverage_commits_do_not_invalidate<G: ShapeGate>() {
     assert!(g.shared(Some(version), || ()).is_ok());
 }
 
+/// `read_in` and `plan_in` under one caller's pin see what `read` and
+/// `plan` see, and their versions validate and go stale alike.
+fn pinned_reads_and_plans_match_their_own_pins<G: ShapeGate>() {
+    let g = gate::<G>(20, &[0], &[(1, 7)], false);
+    let guard = <G::Reclaim as Reclaim>::pin();
+    let len_and_cut = |s: &G::View<'_>| (s.len(), s.covered_len(Slot(1)));
+    assert_eq!(g.read_in(&guard, len_and_cut), g.read(len_and_cut));
+    let (planned, version) = g.plan_in(&guard, len_and_cut);
+    assert_eq!(planned, (20, 7));
+    assert!(g.shared(Some(version), || ()).is_ok());
+    let appended = g.try_append_at_tail(
+        Slot(0),
+        ExternalSequenceBlockHash(20),
+        &[BlockPair::new(21, 21)],
+    );
+    assert_eq!(appended, Ok(20));
+    assert_eq!(g.read_in(&guard, len_and_cut), (21, 7));
+    assert_eq!(g.shared(Some(version), || ()), Err(Stale));
+    let (_, fresh) = g.plan_in(&guard, len_and_cut);
+    assert!(g.shared(Some(fresh), || ()).is_ok());
+}
+
 macro_rules! contract {
     ($name:ident, $gate:ty, $label:literal) => {
         mod $name {
@@ -165,6 +188,10 @@ macro_rules! contract {
             #[test]
             fn coverage_commits_do_not_invalidate() {
                 super::coverage_commits_do_not_invalidate::<$gate>();
+            }
+            #[test]
+            fn pinned_reads_and_plans_match_their_own_pins() {
+                super::pinned_reads_and_plans_match_their_own_pins::<$gate>();
             }
             #[test]
             fn the_gate_list_labels_the_gate_by_its_name() {

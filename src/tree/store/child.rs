@@ -98,7 +98,7 @@ impl<G: ShapeGate> Tree<G> {
         remaining: &[BlockPair],
     ) -> Result<Step<G>, KvError> {
         let key = remaining[0].local;
-        let ((plan, internal, anchor), version) = parent.gate.plan(|s| {
+        let ((plan, internal, anchor), version) = parent.gate.plan_in(cx.guard, |s| {
             let plan = match last {
                 Some(l) if s.tail().map(|t| t.external) != Some(l) => match s.position(l) {
                     Some(_) => ChildPlan::Interior,
@@ -241,7 +241,7 @@ impl<G: ShapeGate> Tree<G> {
         remaining: &[BlockPair],
     ) -> Step<G> {
         loop {
-            let ((matched, len), version) = child.gate.plan(|s| {
+            let ((matched, len), version) = child.gate.plan_in(cx.guard, |s| {
                 (
                     s.local_match_len(0, remaining.iter().map(|b| b.local)),
                     s.len(),

@@ -79,7 +79,7 @@ impl<G: ShapeGate> Tree<G> {
         hash: ExternalSequenceBlockHash,
         blocks: &[BlockPair],
     ) -> EdgeCommit<G> {
-        let (plan, version) = node.gate.plan(|s| plan_after(s, hash, blocks));
+        let (plan, version) = node.gate.plan_in(cx.guard, |s| plan_after(s, hash, blocks));
         let committed = match plan {
             EdgePlan::Missing => Err(Stale),
             EdgePlan::TailInsert => node.gate.shared(Some(version), || {
@@ -199,7 +199,7 @@ impl<G: ShapeGate> Tree<G> {
             .filter_map(|r| table.slot(r).map(|s| (r, s)))
             .collect();
         let mut moves = Vec::new();
-        suffix.gate.read(|s| {
+        suffix.gate.read_in(guard, |s| {
             moves.clear();
             for &(rank, slot) in &ranks {
                 moves.extend((0..s.covered_len(slot)).map(|pos| (rank, s.pair(pos).external)));

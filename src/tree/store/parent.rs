@@ -40,9 +40,9 @@ impl<G: ShapeGate> Tree<G> {
                 .ok_or_else(not_found)?,
         };
         loop {
-            let (covered, _) = node
-                .gate
-                .plan(|s| s.position(parent).map(|pos| s.covered_len(cx.slot) > pos));
+            let (covered, _) = node.gate.plan_in(cx.guard, |s| {
+                s.position(parent).map(|pos| s.covered_len(cx.slot) > pos)
+            });
             match covered {
                 None => {
                     node = self

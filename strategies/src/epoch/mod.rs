@@ -263,11 +263,15 @@ impl<R: Reclaim> EpochGate<R> {
 
     /// Runs `f` on a consistent view: lock-free unless an exclusive section
     /// overlapped, then once more under the mutex (counted in `fallbacks`).
-    fn validated<T>(&self, mut f: impl FnMut(&View<'_>) -> T, fallbacks: &StatCounter) -> T {
-        let guard = R::pin();
+    fn validated<T>(
+        &self,
+        guard: &R::Guard,
+        mut f: impl FnMut(&View<'_>) -> T,
+        fallbacks: &StatCounter,
+    ) -> T {
         // Acquire: pairs with the Release store that closes a section.
         let seq = self.seq.load(Ordering::Acquire);
-        let snap = self.current(&guard);
+        let snap = self.current(guard);
         if let (0, Some(len)) = (seq & 1, self.reader_len(snap)) {
             let result = f(&View::new(&snap.edge, len, &snap.cover));
             // Acquire: pairs with the Release fence that opens a section.
@@ -430,15 +434,23 @@ unsafe impl<R: Reclaim> ShapeGate for EpochGate<R> {
         }
     }
 
-    #[inline]
     fn read<T>(&self, f: impl FnMut(&View<'_>) -> T) -> T {
-        self.validated(f, &READ_FALLBACKS)
+        self.read_in(&R::pin(), f)
     }
 
     fn plan<T>(&self, f: impl FnMut(&View<'_>) -> T) -> (T, Version) {
+        self.plan_in(&R::pin(), f)
+    }
+
+    #[inline]
+    fn read_in<T>(&self, guard: &R::Guard, f: impl FnMut(&View<'_>) -> T) -> T {
+        self.validated(guard, f, &READ_FALLBACKS)
+    }
+
+    fn plan_in<T>(&self, guard: &R::Guard, f: impl FnMut(&View<'_>) -> T) -> (T, Version) {
         // Acquire: a plan that sees a version sees the state it covers.
         let version = Version(self.plan.load(Ordering::Acquire));
-        (self.validated(f, &PLAN_FALLBACKS), version)
+        (self.validated(guard, f, &PLAN_FALLBACKS), version)
     }
 
     fn shared<T>(&self, version: Option<Version>, f: impl FnOnce() -> T) -> Result<T, Stale> {

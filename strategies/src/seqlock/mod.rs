@@ -176,14 +176,14 @@ impl<R: Reclaim> SeqlockGate<R> {
     /// restarts, counted in `restarts` and `fallbacks`.
     fn validated<T>(
         &self,
+        pin: &R::Guard,
         mut f: impl FnMut(&View<'_, R>) -> T,
         mut before: impl FnMut() -> u64,
         (restarts, fallbacks): (&StatCounter, &StatCounter),
     ) -> (T, u64) {
-        let pin = R::pin();
         for _ in 0..MAX_OPTIMISTIC {
             let token = before();
-            if let Some(result) = self.optimistic(&pin, &mut f) {
+            if let Some(result) = self.optimistic(pin, &mut f) {
                 return (result, token);
             }
             restarts.bump();
@@ -192,7 +192,7 @@ impl<R: Reclaim> SeqlockGate<R> {
         fallbacks.bump();
         let unlocked = self.lock();
         let token = before();
-        let result = f(&View::new(&self.payload, &pin));
+        let result = f(&View::new(&self.payload, pin));
         self.unlock(unlocked, false);
         (result, token)
     }
@@ -224,14 +224,24 @@ unsafe impl<R: Reclaim> ShapeGate for SeqlockGate<R> {
     }
 
     fn read<T>(&self, f: impl FnMut(&View<'_, R>) -> T) -> T {
-        let counters = (&OPTIMISTIC_RESTARTS, &PESSIMISTIC_FALLBACKS);
-        self.validated(f, || 0, counters).0
+        self.read_in(&R::pin(), f)
     }
 
     fn plan<T>(&self, f: impl FnMut(&View<'_, R>) -> T) -> (T, Version) {
+        self.plan_in(&R::pin(), f)
+    }
+
+    #[inline]
+    fn read_in<T>(&self, pin: &R::Guard, f: impl FnMut(&View<'_, R>) -> T) -> T {
+        let counters = (&OPTIMISTIC_RESTARTS, &PESSIMISTIC_FALLBACKS);
+        self.validated(pin, f, || 0, counters).0
+    }
+
+    fn plan_in<T>(&self, pin: &R::Guard, f: impl FnMut(&View<'_, R>) -> T) -> (T, Version) {
         // Acquire: a plan that sees a version sees the payload it covers.
         let counters = (&PLAN_RESTARTS, &PLAN_FALLBACKS);
-        let (result, version) = self.validated(f, || self.plan.load(Ordering::Acquire), counters);
+        let before = || self.plan.load(Ordering::Acquire);
+        let (result, version) = self.validated(pin, f, before, counters);
         (result, Version(version))
     }
 
