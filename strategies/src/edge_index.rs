@@ -12,9 +12,8 @@
 //! table of an edge of up to 16,384 blocks is narrow).
 //!
 //! [`EdgeIndex`] (lock-based gates) is a table of positions over a prefix
-//! `[0, indexed)`; the unindexed
-//! tail (fewer than [`TAIL_BATCH`] positions) is
-//! scanned first, newest to oldest, so a decode append costs no hashing
+//! `[0, indexed)`; the unindexed tail (fewer than [`TAIL_BATCH`] positions)
+//! is scanned first, newest to oldest, so a decode append costs no hashing
 //! until a batch is full. A split rebuilds the (prefix) table, which is
 //! cheap next to the split itself and keeps repeated hashes exact.
 //!
@@ -440,6 +439,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "builds tables of 32,768 and 65,536 slots; interpreted, that takes minutes"
+    )]
     fn slots_widen_past_the_narrow_limit_and_keep_every_position() {
         // Edges of up to half the narrow limit index into 2-byte slots;
         // one block more doubles the table past it, into 4-byte slots.
