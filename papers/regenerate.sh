@@ -49,6 +49,8 @@ step "scaling (papers/scaling.py)"
 python3 papers/scaling.py --out "$scratch/results"
 step "instructions per event under callgrind (papers/instructions.py; skipped without valgrind)"
 python3 papers/instructions.py --out "$scratch/results"
+step "bytes per membership against the design's floor (papers/memory-floor.py)"
+python3 papers/memory-floor.py --out "$scratch/results"
 step "code size (papers/code-size.py)"
 python3 papers/code-size.py "$scratch/results/code-size.md"
 
