@@ -6,7 +6,11 @@
 //! A node's shape is an immutable snapshot (coverage, flags, edge length, a
 //! shared handle to the edge buffer) behind one atomic pointer. Besides it
 //! the gate keeps a writer mutex, a plan counter, and an exclusive-section
-//! word `seq` (odd while an exclusive section runs).
+//! word `seq` (odd while an exclusive section runs). The mutex and the plan
+//! counter, which only writers touch, sit on a cache line of their own: a
+//! decode append takes the one and bumps the other, and beside the snapshot
+//! pointer and `seq` those stores would take from every reader the line it
+//! loads first.
 //!
 //! * **Readers** (`read`, `plan`) pin `R` (nested inside the tree's per-walk
 //!   pin: a thread-local count bump for crossbeam and seize), load the
@@ -133,9 +137,18 @@ pub fn retired_bytes() -> i64 {
 pub struct EpochGate<R: Reclaim> {
     snap: AtomicPtr<Snapshot>,
     seq: AtomicU64,
+    writers: WriterWords,
+    reclaim: PhantomData<fn() -> R>,
+}
+
+/// The words only writers touch, on a cache line of their own (module docs).
+/// In `mixed_1r1w` on a 2-core Intel Xeon VM, four interleaved runs of each
+/// layout, the epoch-crossbeam reader's p99 under a decode storm over its p99
+/// alone went from a median of 1.67 to 1.41 (commit message of the change).
+#[repr(align(64))]
+struct WriterWords {
     plan: AtomicU64,
     lock: Mutex<()>,
-    reclaim: PhantomData<fn() -> R>,
 }
 
 /// The epoch gate over the build's default reclaimer (crossbeam-epoch, or
@@ -155,7 +168,7 @@ impl<R: Reclaim> std::fmt::Debug for EpochGate<R> {
         f.debug_struct("EpochGate")
             .field("reclaim", &R::NAME)
             .field("seq", &self.seq.load(Ordering::Relaxed))
-            .field("plan", &self.plan.load(Ordering::Relaxed))
+            .field("plan", &self.writers.plan.load(Ordering::Relaxed))
             .finish_non_exhaustive()
     }
 }
@@ -282,7 +295,7 @@ impl<R: Reclaim> EpochGate<R> {
             }
         }
         fallbacks.bump();
-        let lock = self.lock.lock();
+        let lock = self.writers.lock.lock();
         // SAFETY: `lock` guards `self.lock`.
         let snap = unsafe { self.locked(&lock) };
         let len = snap.edge.live_locked().max(snap.len);
@@ -296,19 +309,19 @@ impl<R: Reclaim> EpochGate<R> {
         if mutant!(EpochUnexcludedWriters) {
             return unshared.insert(Mutex::new(()));
         }
-        &self.lock
+        &self.writers.lock
     }
 
     fn plan_matches(&self, version: Option<Version>) -> bool {
         // Relaxed: the caller holds the mutex, which orders every bump.
-        version.is_none_or(|v| self.plan.load(Ordering::Relaxed) == v.0)
+        version.is_none_or(|v| self.writers.plan.load(Ordering::Relaxed) == v.0)
     }
 
     fn bump_plan(&self) {
         // Relaxed load: mutex holders only. Release store: a plan that sees
         // the new value sees the section's publications.
-        let next = self.plan.load(Ordering::Relaxed) + 1;
-        self.plan.store(next, Ordering::Release);
+        let next = self.writers.plan.load(Ordering::Relaxed) + 1;
+        self.writers.plan.store(next, Ordering::Release);
     }
 
     /// Publishes what a finished writer drafted, in the order the module
@@ -428,8 +441,10 @@ unsafe impl<R: Reclaim> ShapeGate for EpochGate<R> {
         Self {
             snap: AtomicPtr::new(Box::into_raw(snap)),
             seq: AtomicU64::new(0),
-            plan: AtomicU64::new(0),
-            lock: Mutex::new(()),
+            writers: WriterWords {
+                plan: AtomicU64::new(0),
+                lock: Mutex::new(()),
+            },
             reclaim: PhantomData,
         }
     }
@@ -449,12 +464,12 @@ unsafe impl<R: Reclaim> ShapeGate for EpochGate<R> {
 
     fn plan_in<T>(&self, guard: &R::Guard, f: impl FnMut(&View<'_>) -> T) -> (T, Version) {
         // Acquire: a plan that sees a version sees the state it covers.
-        let version = Version(self.plan.load(Ordering::Acquire));
+        let version = Version(self.writers.plan.load(Ordering::Acquire));
         (self.validated(guard, f, &PLAN_FALLBACKS), version)
     }
 
     fn shared<T>(&self, version: Option<Version>, f: impl FnOnce() -> T) -> Result<T, Stale> {
-        let _lock = self.lock.lock();
+        let _lock = self.writers.lock.lock();
         self.plan_matches(version).then(f).ok_or(Stale)
     }
 
