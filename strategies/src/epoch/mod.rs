@@ -239,7 +239,7 @@ impl<R: Reclaim> EpochGate<R> {
     /// The current snapshot for the mutex holder.
     ///
     /// # Safety
-    /// `_lock` guards this gate's own mutex (`self.lock`): only its holder
+    /// `_lock` guards this gate's own mutex (`self.writers.lock`): only its holder
     /// replaces and retires the snapshot, so the snapshot outlives the lock
     /// without a pin.
     unsafe fn locked<'l>(&'l self, _lock: &'l MutexGuard<'_, ()>) -> &'l Snapshot {
@@ -296,7 +296,7 @@ impl<R: Reclaim> EpochGate<R> {
         }
         fallbacks.bump();
         let lock = self.writers.lock.lock();
-        // SAFETY: `lock` guards `self.lock`.
+        // SAFETY: `lock` guards `self.writers.lock`.
         let snap = unsafe { self.locked(&lock) };
         let len = snap.edge.live_locked().max(snap.len);
         f(&View::new(&snap.edge, len, &snap.cover))
@@ -406,7 +406,7 @@ impl<R: Reclaim> EpochGate<R> {
             return Err(Stale);
         }
         let _section = exclusive.then(|| Exclusive::open(&self.seq));
-        // SAFETY: `lock` guards `self.lock` (but under the mutant
+        // SAFETY: `lock` guards `self.writers.lock` (but under the mutant
         // `EpochUnexcludedWriters`, broken on purpose).
         let cur = unsafe { self.locked(&lock) };
         let mut writer = Writer::new(cur);
@@ -500,7 +500,7 @@ unsafe impl<R: Reclaim> ShapeGate for EpochGate<R> {
     ) -> Result<usize, AppendMiss> {
         let mut unshared = None;
         let lock = self.writer_mutex(&mut unshared).lock();
-        // SAFETY: `lock` guards `self.lock` (but under the mutant
+        // SAFETY: `lock` guards `self.writers.lock` (but under the mutant
         // `EpochUnexcludedWriters`, broken on purpose).
         let cur = unsafe { self.locked(&lock) };
         let mut writer = Writer::new(cur);
