@@ -1,19 +1,23 @@
 """What the generators under papers/ share: how they run commands, what they
 record about a run, and how a table cell shows a median with its range.
-Imported by bench-export.py, keepup.py and scaling.py (run as
+Imported by bench-export.py, keepup.py, scaling.py, instructions.py and memory-floor.py (run as
 `python3 papers/<script>.py`, so this directory is on the import path).
 
 The revision and the tree's state are read when `provenance` is called; the
 generators call it before they write anything, so writing their output cannot
 mark the tree dirty.
 """
+import json
 import os
 import subprocess
+import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The features every generator builds crtc-bench with; mimalloc (the
 # allocator) is crtc-bench's default feature and comes on top.
 FEATURES = "all-strategies,upstream"
+# The shared synthetic Mooncake trace, beside the repository (never committed).
+DEFAULT_TRACE = os.path.join(ROOT, "..", "shared", "traces", "mooncake_synthetic.jsonl")
 
 
 def run(cmd, **kw):
@@ -59,3 +63,25 @@ def cell(row, key, scale=1.0, fmt="{:.0f}"):
     if low_high and row.get("repeats", 1) > 1:
         text += f" ({fmt.format(low_high[0] / scale)}–{fmt.format(low_high[1] / scale)})"
     return text
+
+
+def workloads(script, names, scale, trace):
+    """`(name, crtc workload arguments)` for each comma-separated name: a
+    preset at `scale`, or `trace` for "trace", skipped with a note on stderr
+    when the trace file is absent."""
+    for name in names.split(","):
+        if name != "trace":
+            yield name, ["--workload", name, "--scale", scale]
+        elif os.path.exists(trace):
+            yield name, ["--trace", trace]
+        else:
+            print(f"{script}: no trace at {trace}; skipped", file=sys.stderr)
+
+
+def write_results(out, stem, meta, results, text):
+    """Writes `stem.json` (meta and results) and `stem.md` (`text`) into `out`."""
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, f"{stem}.json"), "w") as f:
+        json.dump({"meta": meta, "results": results}, f, indent=1)
+    with open(os.path.join(out, f"{stem}.md"), "w") as f:
+        f.write(text)

@@ -20,14 +20,14 @@ structure wins: read the two tables together. Two valgrind runs at a time
 (2 cores); about 10 minutes for chat at scale 4 and the trace.
 """
 import argparse
-import json
 import os
 import subprocess
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
-from generator import FEATURES, ROOT, provenance, run
+from generator import (DEFAULT_TRACE, FEATURES, ROOT, provenance, run, workloads,
+                       write_results)
 
 BINARY = os.path.join(ROOT, "target", "release", "crtc")
 GATES = ["rwlock", "seqlock", "epoch-crossbeam", "epoch-seize"]
@@ -37,7 +37,6 @@ COLLECT = [
     "dynamo_kv_router::indexer::concurrent_radix_tree_compressed::"
     "ConcurrentRadixTreeCompressed::apply_event",
 ]
-DEFAULT_TRACE = os.path.join(ROOT, "..", "shared", "traces", "mooncake_synthetic.jsonl")
 
 
 def totals(path):
@@ -129,22 +128,10 @@ def main():
     meta = provenance("instructions.py", sys.argv[1:], workloads=args.workloads,
                       scale=args.scale, tool="valgrind --tool=callgrind")
     run(["cargo", "build", "--release", "-q", "-p", "crtc-bench", "--features", FEATURES])
-    results = []
     with tempfile.TemporaryDirectory() as scratch:
-        for name in args.workloads.split(","):
-            if name == "trace":
-                if not os.path.exists(args.trace):
-                    print(f"instructions.py: no trace at {args.trace}; skipped", file=sys.stderr)
-                    continue
-                workload_args = ["--trace", args.trace]
-            else:
-                workload_args = ["--workload", name, "--scale", args.scale]
-            results.append(measure(name, workload_args, scratch))
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "instructions.json"), "w") as f:
-        json.dump({"meta": meta, "results": results}, f, indent=1)
-    with open(os.path.join(args.out, "instructions.md"), "w") as f:
-        f.write(markdown(meta, results) + "\n")
+        results = [measure(name, workload_args, scratch) for name, workload_args
+                   in workloads("instructions.py", args.workloads, args.scale, args.trace)]
+    write_results(args.out, "instructions", meta, results, markdown(meta, results) + "\n")
     print(f"wrote {args.out}/instructions.md and instructions.json")
     return 0
 

@@ -32,11 +32,11 @@ import os
 import sys
 import tempfile
 
-from generator import FEATURES, ROOT, provenance, run
+from generator import (DEFAULT_TRACE, FEATURES, ROOT, provenance, run, workloads,
+                       write_results)
 
 BINARY = os.path.join(ROOT, "target", "release", "crtc")
 GATES = ["rwlock", "seqlock", "epoch-crossbeam", "epoch-seize"]
-DEFAULT_TRACE = os.path.join(ROOT, "..", "shared", "traces", "mooncake_synthetic.jsonl")
 PAIR_BYTES = 16
 LOOKUP_DENSE = 12.0
 LOOKUP_HASHBROWN = 13.0 * 8 / 7
@@ -122,22 +122,10 @@ def main():
     meta = provenance("memory-floor.py", sys.argv[1:], workloads=args.workloads,
                       scale=args.scale)
     run(["cargo", "build", "--release", "-q", "-p", "crtc-bench", "--features", FEATURES])
-    results = []
     with tempfile.TemporaryDirectory() as scratch:
-        for name in args.workloads.split(","):
-            if name == "trace":
-                if not os.path.exists(args.trace):
-                    print(f"memory-floor.py: no trace at {args.trace}; skipped", file=sys.stderr)
-                    continue
-                workload_args = ["--trace", args.trace]
-            else:
-                workload_args = ["--workload", name, "--scale", args.scale]
-            results.append(measure(name, workload_args, scratch))
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "memory-floor.json"), "w") as f:
-        json.dump({"meta": meta, "results": results}, f, indent=1)
-    with open(os.path.join(args.out, "memory-floor.md"), "w") as f:
-        f.write(markdown(meta, results))
+        results = [measure(name, workload_args, scratch) for name, workload_args
+                   in workloads("memory-floor.py", args.workloads, args.scale, args.trace)]
+    write_results(args.out, "memory-floor", meta, results, markdown(meta, results))
     return 0
 
 
