@@ -323,22 +323,84 @@ impl<G: ShapeGate> Lane<G> {
         }
     }
 
-    /// Length of the run starting at `hashes[0]`: 1 plus the following hashes
-    /// whose entries name one of `ids`.
-    pub(crate) fn run_naming(
-        &self,
+    /// Takes out, before a removal run's section, the entries of the run
+    /// at the head of `hashes`: `hashes[0]`'s, and those of the following
+    /// hashes while they name one of `nodes`, one probe per hash. The lane's
+    /// holds are not touched: [`Self::settle_run`] releases what the section
+    /// consumed and puts the rest back.
+    pub(crate) fn take_run(
+        &mut self,
         rank: WorkerWithDpRank,
         hashes: &[ExternalSequenceBlockHash],
-        ids: &[NodeId],
-    ) -> usize {
-        let Some(map) = self.ranks.get(rank) else {
-            return 1;
+        nodes: [&Node<G>; 2],
+    ) -> TakenRun {
+        let ids = nodes.map(|n| self.id_of(n));
+        let mut taken = TakenRun {
+            ids,
+            first: None,
+            rest: Vec::with_capacity(hashes.len() - 1),
         };
-        1 + hashes
-            .iter()
-            .skip(1)
-            .take_while(|&&h| map.get(h).is_some_and(|id| ids.contains(&id)))
-            .count()
+        let Some(table) = self.ranks.get_mut(rank) else {
+            return taken;
+        };
+        let names = |id| ids.contains(&Some(id));
+        taken.first = table.remove_if(hashes[0], names);
+        for &hash in &hashes[1..] {
+            match table.remove_if(hash, names) {
+                Some(id) => taken.rest.push(id),
+                None => break,
+            }
+        }
+        taken
+    }
+
+    /// Settles the entries [`Self::take_run`] took for `run`, of which the
+    /// section consumed the first `consumed` hashes (0 if it found none):
+    /// those entries stay out and release their holds; the others go back.
+    pub(crate) fn settle_run(
+        &mut self,
+        rank: WorkerWithDpRank,
+        run: &[ExternalSequenceBlockHash],
+        taken: TakenRun,
+        consumed: usize,
+    ) {
+        let Some(table) = self.ranks.get_mut(rank) else {
+            return;
+        };
+        let (ids, first, rest) = (taken.ids, taken.first, taken.rest);
+        // The consumed hashes after the first stay out; the others go back.
+        let gone = consumed.saturating_sub(1).min(rest.len());
+        for (&hash, &id) in run[1 + gone..].iter().zip(&rest[gone..]) {
+            table.restore(hash, id);
+        }
+        let mut released = [0isize; 2];
+        let mut release = |id| released[usize::from(ids[0] != Some(id))] += 1;
+        rest[..gone].iter().for_each(|&id| release(id));
+        match (first, consumed) {
+            (Some(id), 0) => table.restore(run[0], id),
+            (Some(id), _) => release(id),
+            (None, _) => {}
+        }
+        for (id, n) in ids.into_iter().zip(released) {
+            if let (Some(id), true) = (id, n > 0) {
+                self.count(id, -n);
+            }
+        }
+    }
+}
+
+/// The entries a removal run took before its section ([`Lane::take_run`]):
+/// the nodes they named, in the order of the run's hashes.
+pub(crate) struct TakenRun {
+    ids: [Option<NodeId>; 2],
+    first: Option<NodeId>,
+    rest: Vec<NodeId>,
+}
+
+impl TakenRun {
+    /// The run's length: its first hash and the hashes after it taken.
+    pub(crate) fn len(&self) -> usize {
+        1 + self.rest.len()
     }
 }
 

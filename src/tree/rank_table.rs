@@ -108,6 +108,12 @@ impl RankTable {
         (changed, replaced)
     }
 
+    /// Puts back an entry taken out with [`Self::remove_if`] (room for it
+    /// is left: no shrink runs in between).
+    pub(crate) fn restore(&mut self, hash: ExternalSequenceBlockHash, id: NodeId) {
+        self.entries.insert(hash.into(), id);
+    }
+
     /// Removes the entry for `hash`; returns the node it named.
     pub(crate) fn remove(&mut self, hash: ExternalSequenceBlockHash) -> Option<NodeId> {
         let removed = self.remove_if(hash, |_| true);

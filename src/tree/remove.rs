@@ -4,15 +4,26 @@
 //! the smallest removed position. Hashes are applied in runs: a run is the
 //! longest stretch of the event's hashes whose lane entries name the same node
 //! (or the stale origin a repair started from), and each run is applied in one
-//! exclusive section of that node. The section locates the run's hashes on the
-//! edge, cuts the rank at the minimum position (cutoff written before the bit
-//! clears), and, if no rank is left full on the node, clears its children
-//! (nothing below can be credited any more). The lane then scrubs the entries
-//! of newly uncovered blocks, but only entries that still name that node or
-//! the origin: an entry naming another node belongs to that node's own run.
-//! A run whose node no longer holds its first hash is repaired toward the head;
-//! if repair finds nothing, the hash's entry is scrubbed (the event says the
-//! rank evicted it) and the removal moves on.
+//! exclusive section of that node. The lane takes the run's entries out as it
+//! finds the run, before the section (one probe per hash: finding the run and
+//! scrubbing its entries are the same probe). The section locates the run's
+//! hashes on the edge, stopping at the first it does not find, cuts the rank
+//! at the minimum position (cutoff written before the bit clears), and, if no
+//! rank is left full on the node, clears its children (nothing below can be
+//! credited any more). The entries of the hashes it located stay out (those
+//! blocks are now uncovered, or were beyond the rank's coverage); the others
+//! go back. The lane then scrubs the entries of the other newly uncovered
+//! blocks, but only entries that still name that node or the origin: an entry
+//! naming another node belongs to that node's own run.
+//! A run whose node no longer holds its first hash puts its entries back and
+//! is repaired toward the head; if repair finds nothing, the hash's entry is
+//! scrubbed (the event says the rank evicted it) and the removal moves on.
+//!
+//! Why the entries decide the run rather than the edge (upstream 1.6.1 takes
+//! the hashes that follow the first on its node's edge): a node detached by a
+//! clear keeps its copy of a block whose live copy another node holds, so a
+//! hash on an edge need not be the rank's; the catalogue test
+//! `grouped_removal_leaves_hashes_named_on_another_node` is that case.
 //!
 //! A run that leaves a non-anchor node holder-less adds the edge to the
 //! lane's dead tally (see `sweep`).
@@ -38,7 +49,6 @@
 //! happened before the node's section (the snapshot holds the suffix) or
 //! starts after the slot's bits are gone, so it cannot copy them forward.
 
-use super::lane::NodeId;
 use super::node::Node;
 use super::repair::Direction;
 use super::slots::SlotTable;
@@ -47,16 +57,45 @@ use crate::types::{ExternalSequenceBlockHash, KvError, WorkerWithDpRank};
 use crtc_strategies::shape::{cut_at, drop_slot};
 use crtc_strategies::sync::Arc;
 use crtc_strategies::{Commit, Reclaim, ShapeGate, ShapeRead, Slot};
+use std::ops::Range;
 
 /// What one run removal did.
 struct RunRemoval {
     /// Hashes of the run located on the edge.
     consumed: usize,
-    /// Hashes whose entries go: newly uncovered blocks and located blocks
-    /// beyond the rank's coverage.
+    /// The other newly uncovered blocks (not in the run): their entries go
+    /// if they name the node or the origin.
     stale: Vec<ExternalSequenceBlockHash>,
     /// Blocks the run left on a holder-less node (the edge, or 0).
     dead: usize,
+}
+
+/// Calls `f` with each position of `range` not among `taken` (each at or
+/// after `range.start`), ascending. A run's positions usually step by one
+/// in either direction from `range.start`; then the rest of `range` follows
+/// them. Otherwise `range` becomes a bitmap with `taken` marked, read back
+/// by its clear bits.
+fn for_each_outside(range: Range<usize>, taken: &[usize], mut f: impl FnMut(usize)) {
+    let steps = |d: isize| taken.windows(2).all(|w| w[1] as isize - w[0] as isize == d);
+    let from_start = [taken.first(), taken.last()].contains(&Some(&range.start));
+    if from_start && (steps(1) || steps(-1)) {
+        return ((range.start + taken.len()).min(range.end)..range.end).for_each(f);
+    }
+    let (start, len) = (range.start, range.len());
+    let mut words = vec![0u64; len.div_ceil(64)];
+    for offset in taken.iter().filter_map(|&p| p.checked_sub(start)) {
+        if offset < len {
+            words[offset / 64] |= 1 << (offset % 64);
+        }
+    }
+    for (index, word) in words.into_iter().enumerate() {
+        let tail = len - index * 64;
+        let mut clear = !word & if tail >= 64 { !0 } else { (1 << tail) - 1 };
+        while clear != 0 {
+            f(start + index * 64 + clear.trailing_zeros() as usize);
+            clear &= clear - 1;
+        }
+    }
 }
 
 /// Nodes a sweep visits before it re-pins.
@@ -103,12 +142,11 @@ impl<G: ShapeGate> Tree<G> {
         let origin = Arc::clone(lane.node(origin_id));
         let mut node = Arc::clone(&origin);
         loop {
-            let ids: Vec<NodeId> = [Some(origin_id), lane.id_of(&node)]
-                .into_iter()
-                .flatten()
-                .collect();
-            let run = lane.run_naming(rank, hashes, &ids);
-            if let Some(removal) = Self::remove_run(&node, slot, &hashes[..run], guard) {
+            let taken = lane.take_run(rank, hashes, [&node, &origin]);
+            let run = &hashes[..taken.len()];
+            let removal = Self::remove_run(&node, slot, run, guard);
+            lane.settle_run(rank, run, taken, removal.as_ref().map_or(0, |r| r.consumed));
+            if let Some(removal) = removal {
                 lane.remove_naming(rank, &removal.stale, [&node, &origin]);
                 lane.note(0, removal.dead as i64);
                 return removal.consumed;
@@ -123,8 +161,8 @@ impl<G: ShapeGate> Tree<G> {
         }
     }
 
-    /// Applies one run on `node` under its exclusive section; `None` if the
-    /// node does not hold the run's first hash.
+    /// Applies one run on `node` under its exclusive section, up to the
+    /// first hash the edge does not hold; `None` if that is the first.
     fn remove_run(
         node: &Node<G>,
         slot: Slot,
@@ -144,16 +182,10 @@ impl<G: ShapeGate> Tree<G> {
             let Some(&min) = positions.iter().min() else {
                 return Commit::unchanged(None);
             };
-            let old = w.covered_len(slot);
             let had_holders = w.has_holders();
-            let mut stale: Vec<_> = run
-                .iter()
-                .zip(&positions)
-                .filter(|(_, &p)| p >= old)
-                .map(|(h, _)| *h)
-                .collect();
             let uncovered = cut_at(w, slot, min);
-            stale.extend(uncovered.map(|p| w.pair(p).external));
+            let mut stale = Vec::with_capacity(uncovered.len().saturating_sub(positions.len()));
+            for_each_outside(uncovered, &positions, |p| stale.push(w.pair(p).external));
             let cleared = !w.has_full() && node.children.clear(guard);
             let dead = had_holders && !w.has_holders() && !w.is_anchor();
             let removal = RunRemoval {

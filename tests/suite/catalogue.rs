@@ -144,6 +144,19 @@ fn batched_removal_processes_hashes_moved_by_a_split() {
 }
 
 #[test]
+fn removal_repaired_after_a_split_releases_every_hold() {
+    let mut f = fixture(2);
+    f.apply(0, store(1, &[], &[1, 2, 3, 4]));
+    f.apply(1, store(2, &[], &[1, 2, 9]));
+    f.apply(0, remove(1, &[1, 2], &[3, 4]));
+    assert_eq!(f.score(1, &[1, 2, 3, 4]), 2);
+    assert_eq!(f.lanes[0].entry_count(rank(1)), 2);
+    f.apply(0, remove(1, &[], &[1, 2]));
+    assert_eq!(f.lanes[0].entry_count(rank(1)), 0);
+    assert_eq!(f.lanes[0].held_nodes(), 0, "an entry's hold outlived it");
+}
+
+#[test]
 fn grouped_removal_leaves_hashes_named_on_another_node() {
     for reversed in [false, true] {
         let mut f = fixture(1);
