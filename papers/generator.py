@@ -1,7 +1,7 @@
 """What the generators under papers/ share: how they run commands, what they
 record about a run, and how a table cell shows a median with its range.
-Imported by bench-export.py, keepup.py, scaling.py, instructions.py and memory-floor.py (run as
-`python3 papers/<script>.py`, so this directory is on the import path).
+Imported by bench-export.py, keepup.py, scaling.py, instructions.py, profile-mooncake.py and
+memory-floor.py (run as `python3 papers/<script>.py`, so this directory is on the import path).
 
 The revision and the tree's state are read when `provenance` is called; the
 generators call it before they write anything, so writing their output cannot

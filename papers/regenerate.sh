@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates every table and figure under papers/results from the checked-out
-# revision, in one command (about 35 minutes on 2 cores, 10 of them callgrind; the Mooncake trace
+# revision, in one command (about 40 minutes on 2 cores, 10 of them callgrind; the Mooncake trace
 # is read from ../shared/traces when present, and skipped with a note when not):
 #
 #   papers/regenerate.sh
@@ -49,6 +49,8 @@ step "scaling (papers/scaling.py)"
 python3 papers/scaling.py --out "$scratch/results"
 step "instructions per event under callgrind (papers/instructions.py; skipped without valgrind)"
 python3 papers/instructions.py --out "$scratch/results"
+step "lane CPU by kind of work on the trace (papers/profile-mooncake.py; skipped without perf)"
+python3 papers/profile-mooncake.py --out "$scratch/results"
 step "bytes per membership against the design's floor (papers/memory-floor.py)"
 python3 papers/memory-floor.py --out "$scratch/results"
 step "code size (papers/code-size.py)"
