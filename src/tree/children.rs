@@ -17,7 +17,7 @@
 
 use crate::tree::node::Node;
 use crtc_strategies::sync::{spin_loop, Arc, RwLock};
-use crtc_strategies::{AtomicBox, LocalBlockHash, Reclaim, ShapeGate};
+use crtc_strategies::{AtomicBox, Guard, LocalBlockHash, Reclaim, ShapeGate};
 use rustc_hash::FxHashMap;
 
 /// Largest compact snapshot; one more child promotes to the sharded map.
@@ -26,8 +26,6 @@ const SHARDS: usize = 8;
 
 type Entry<G> = (LocalBlockHash, Arc<Node<G>>);
 type Shard<G> = RwLock<FxHashMap<LocalBlockHash, Arc<Node<G>>>>;
-type Guard<G> = <<G as ShapeGate>::Reclaim as Reclaim>::Guard;
-
 /// One published state of a child set.
 pub enum ChildSet<G: ShapeGate> {
     /// No children.
@@ -212,7 +210,7 @@ impl<G: ShapeGate> Children<G> {
                 let mut rest = entries.to_vec();
                 rest.remove(index);
                 let next = set_from(rest);
-                #[cfg(any(crtc_loom, crtc_shuttle))]
+                #[cfg(crtc_checker)]
                 if crtc_strategies::mutants::Mutant::SweepFreesBeforeGrace.is_active() {
                     // SAFETY: violated on purpose (a negative control for
                     // the checkers): the replaced set is freed at once.
@@ -231,7 +229,7 @@ impl<G: ShapeGate> Children<G> {
                     return false;
                 }
                 let removed = shard.remove(&key);
-                #[cfg(any(crtc_loom, crtc_shuttle))]
+                #[cfg(crtc_checker)]
                 if crtc_strategies::mutants::Mutant::SweepFreesBeforeGrace.is_active() {
                     // Broken on purpose: the unlinked entry is dropped at once.
                     drop(removed);

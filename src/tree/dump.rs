@@ -13,7 +13,7 @@ use super::node::Node;
 use super::Tree;
 use crate::types::{BlockPair, ExternalSequenceBlockHash, RouterEvent};
 use crtc_strategies::sync::Arc;
-use crtc_strategies::{Reclaim, ShapeGate, ShapeRead, Slot, SlotBits};
+use crtc_strategies::{Guard, Reclaim, ShapeGate, ShapeRead, Slot, SlotBits};
 
 /// What one node contributes to a dump.
 struct NodeDump {
@@ -77,7 +77,7 @@ impl<G: ShapeGate> Tree<G> {
     /// node's dump, and that node's live children.
     fn merge_chain(
         start: Arc<Node<G>>,
-        guard: &<G::Reclaim as Reclaim>::Guard,
+        guard: &Guard<G>,
     ) -> (Vec<BlockPair>, NodeDump, Vec<Arc<Node<G>>>) {
         let mut edge = Vec::new();
         let mut node = start;
@@ -115,7 +115,7 @@ impl<G: ShapeGate> Tree<G> {
             .0
     }
 
-    fn live_children(node: &Node<G>, guard: &<G::Reclaim as Reclaim>::Guard) -> Vec<Arc<Node<G>>> {
+    fn live_children(node: &Node<G>, guard: &Guard<G>) -> Vec<Arc<Node<G>>> {
         node.children
             .snapshot(guard)
             .into_iter()

@@ -34,7 +34,7 @@
 use super::node::Node;
 use super::Tree;
 use crate::types::{ExternalSequenceBlockHash, LocalBlockHash, MatchDetails, OverlapScores};
-use crtc_strategies::{Reclaim, ShapeGate, ShapeRead, Slot, SlotBits};
+use crtc_strategies::{Guard, Reclaim, ShapeGate, ShapeRead, Slot, SlotBits};
 
 /// One credit: a slot, its score, and the external hash of its last block.
 pub(super) type Credit = (Slot, usize, Option<ExternalSequenceBlockHash>);
@@ -116,12 +116,7 @@ impl<G: ShapeGate> Tree<G> {
         details
     }
 
-    fn walk(
-        &self,
-        query: &[LocalBlockHash],
-        early_exit: bool,
-        guard: &<G::Reclaim as Reclaim>::Guard,
-    ) -> Vec<Credit> {
+    fn walk(&self, query: &[LocalBlockHash], early_exit: bool, guard: &Guard<G>) -> Vec<Credit> {
         match query
             .first()
             .and_then(|&key| self.root.children.get(key, guard))
@@ -136,7 +131,7 @@ impl<G: ShapeGate> Tree<G> {
         mut node: &'g Node<G>,
         query: &[LocalBlockHash],
         early_exit: bool,
-        guard: &'g <G::Reclaim as Reclaim>::Guard,
+        guard: &'g Guard<G>,
     ) -> Vec<Credit> {
         let mut credits = Vec::new();
         let (mut active, mut scratch) = (SlotBits::new(), Scratch::default());
@@ -176,7 +171,7 @@ impl<G: ShapeGate> Tree<G> {
         first: bool,
         active: &SlotBits,
         scratch: &mut Scratch,
-        guard: &'g <G::Reclaim as Reclaim>::Guard,
+        guard: &'g Guard<G>,
     ) -> Hop<'g, G> {
         node.gate.read_in(guard, |shape| {
             scratch.words.clear();

@@ -39,6 +39,7 @@ pub use sweep::{SweepClaim, SweepPolicy, SweepReason, SweepStats, SweepTrigger, 
 
 use crate::types::{KvCacheEventData, KvError, RouterEvent, WorkerId, WorkerWithDpRank};
 use crtc_strategies::sync::Arc;
+pub(crate) use crtc_strategies::Guard;
 use crtc_strategies::{Reclaim, RwLockGate, ShapeGate, ShapeRead, Slot};
 use node::Node;
 // Public for the model checkers' slot model (crtc-verification), not as API.
@@ -107,8 +108,6 @@ pub struct Tree<G: ShapeGate = RwLockGate> {
     config: TreeConfig,
 }
 
-type Guard<G> = <<G as ShapeGate>::Reclaim as Reclaim>::Guard;
-
 impl<G: ShapeGate> Drop for Tree<G> {
     fn drop(&mut self) {
         G::Reclaim::collect();
@@ -151,7 +150,7 @@ impl<G: ShapeGate> Tree<G> {
         &self,
         lane: &mut Lane<G>,
         rank: WorkerWithDpRank,
-        guard: &<G::Reclaim as Reclaim>::Guard,
+        guard: &Guard<G>,
     ) -> Result<Slot, KvError> {
         let cached = lane.cached_slot(rank);
         let current = self.slots.acquire(rank, guard, cached)?;

@@ -269,7 +269,7 @@ impl SweepTrigger {
 
     /// Claims the flag unconditionally; false if a sweep is in flight.
     pub fn claim(&self) -> bool {
-        #[cfg(any(crtc_loom, crtc_shuttle))]
+        #[cfg(crtc_checker)]
         if crtc_strategies::mutants::Mutant::RacySweepClaim.is_active() {
             return self.racy_claim();
         }
@@ -282,7 +282,7 @@ impl SweepTrigger {
 
     /// Negative control (checker builds, mutant `RacySweepClaim`): a load,
     /// then a store, so two schedulers that both load `false` both win.
-    #[cfg(any(crtc_loom, crtc_shuttle))]
+    #[cfg(crtc_checker)]
     fn racy_claim(&self) -> bool {
         // Acquire: as in `claim`.
         if self.in_flight.load(Ordering::Acquire) {
@@ -531,7 +531,7 @@ impl<G: ShapeGate> Tree<G> {
     }
 }
 
-#[cfg(all(test, not(any(crtc_loom, crtc_shuttle))))]
+#[cfg(all(test, not(crtc_checker)))]
 mod tests {
     use super::*;
 

@@ -34,11 +34,7 @@ use crate::sync::atomic::{AtomicU16, AtomicU32, Ordering};
 /// Edges longer than this keep a position table. The model checkers' edges
 /// are a few blocks long, so under them it is 1: there every edge of two
 /// blocks or more is indexed.
-pub const INDEX_THRESHOLD: usize = if cfg!(any(crtc_loom, crtc_shuttle)) {
-    1
-} else {
-    16
-};
+pub const INDEX_THRESHOLD: usize = if cfg!(crtc_checker) { 1 } else { 16 };
 
 /// Appended positions are indexed in batches of this many.
 pub const TAIL_BATCH: usize = 32;

@@ -213,11 +213,7 @@ pub unsafe trait ShapeGate: Send + Sync + Sized + 'static {
     /// stays pinned for the call: a walk pins once, not once per node. The
     /// default pins again (the RwLock gate's views expose nothing retired).
     #[inline]
-    fn read_in<R>(
-        &self,
-        guard: &<Self::Reclaim as Reclaim>::Guard,
-        f: impl FnMut(&Self::View<'_>) -> R,
-    ) -> R {
+    fn read_in<R>(&self, guard: &Guard<Self>, f: impl FnMut(&Self::View<'_>) -> R) -> R {
         let _ = guard;
         self.read(f)
     }
@@ -225,11 +221,7 @@ pub unsafe trait ShapeGate: Send + Sync + Sized + 'static {
     /// [`Self::plan`] under the caller's pin of [`Self::Reclaim`] (as
     /// [`Self::read_in`]).
     #[inline]
-    fn plan_in<R>(
-        &self,
-        guard: &<Self::Reclaim as Reclaim>::Guard,
-        f: impl FnMut(&Self::View<'_>) -> R,
-    ) -> (R, Version) {
+    fn plan_in<R>(&self, guard: &Guard<Self>, f: impl FnMut(&Self::View<'_>) -> R) -> (R, Version) {
         let _ = guard;
         self.plan(f)
     }
@@ -268,3 +260,6 @@ pub unsafe trait ShapeGate: Send + Sync + Sized + 'static {
     /// Approximate bytes held by the gate and its shape.
     fn footprint(&self) -> usize;
 }
+
+/// The reclaimer guard of gate `G`: what a reader holds while it walks.
+pub type Guard<G> = <<G as ShapeGate>::Reclaim as Reclaim>::Guard;

@@ -18,16 +18,16 @@
 #[macro_export]
 macro_rules! mutant {
     ($name:ident) => {{
-        #[cfg(any(crtc_loom, crtc_shuttle))]
+        #[cfg(crtc_checker)]
         let active = $crate::mutants::Mutant::$name.is_active();
-        #[cfg(not(any(crtc_loom, crtc_shuttle)))]
+        #[cfg(not(crtc_checker))]
         let active = false;
         active
     }};
 }
 
 pub mod bits;
-#[cfg(any(crtc_loom, crtc_shuttle))]
+#[cfg(crtc_checker)]
 pub mod checker_state;
 pub mod edge_index;
 #[cfg(feature = "epoch")]
@@ -35,7 +35,7 @@ pub mod epoch;
 pub mod gate;
 mod gates;
 pub mod hash;
-#[cfg(any(crtc_loom, crtc_shuttle))]
+#[cfg(crtc_checker)]
 pub mod mutants;
 pub mod reclaim;
 pub mod rwlock;
@@ -50,7 +50,9 @@ pub use bits::SlotBits;
 pub use epoch::SeizeEpochGate;
 #[cfg(feature = "epoch")]
 pub use epoch::{CrossbeamEpochGate, DefaultEpochGate, EpochGate};
-pub use gate::{append_eligibility, AppendMiss, Commit, ReadPath, ShapeGate, Stale, Version};
+pub use gate::{
+    append_eligibility, AppendMiss, Commit, Guard, ReadPath, ShapeGate, Stale, Version,
+};
 pub use hash::{BlockPair, ExternalSequenceBlockHash, LocalBlockHash, Slot, MAX_SLOTS};
 pub use reclaim::{AtomicBox, DefaultReclaim, EpochGuard, EpochReclaim, Reclaim};
 #[cfg(feature = "seize")]

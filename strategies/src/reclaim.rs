@@ -262,27 +262,27 @@ unsafe impl Reclaim for SeizeReclaim {
 }
 
 /// The reclaimer of the production build.
-#[cfg(not(any(crtc_loom, crtc_shuttle)))]
+#[cfg(not(crtc_checker))]
 pub type DefaultReclaim = EpochReclaim;
 
 /// The reclaimer of model-checker builds.
-#[cfg(any(crtc_loom, crtc_shuttle))]
+#[cfg(crtc_checker)]
 pub type DefaultReclaim = CheckerReclaim;
 
 /// A test-only reclaimer for the model checkers, whose modelled threads share
 /// one OS thread (crossbeam-epoch's per-thread state would be shared too).
 /// Deferred functions run once no thread at all is pinned: stronger than an
 /// epoch, so it never frees early, and the model frees everything by its end.
-#[cfg(any(crtc_loom, crtc_shuttle))]
+#[cfg(crtc_checker)]
 #[derive(Debug, Default, Clone, Copy)]
 pub struct CheckerReclaim;
 
 /// Proof of a [`CheckerReclaim`] pin.
-#[cfg(any(crtc_loom, crtc_shuttle))]
+#[cfg(crtc_checker)]
 #[derive(Debug)]
 pub struct CheckerGuard(());
 
-#[cfg(any(crtc_loom, crtc_shuttle))]
+#[cfg(crtc_checker)]
 impl Drop for CheckerGuard {
     fn drop(&mut self) {
         crate::checker_state::pin_exit();
@@ -293,7 +293,7 @@ impl Drop for CheckerGuard {
 // (2) and (4) deferred work runs only when no modelled thread of the model
 // is pinned; (3) the checkers run one modelled thread at a time on one OS
 // thread, whose pin count the bookkeeping keeps.
-#[cfg(any(crtc_loom, crtc_shuttle))]
+#[cfg(crtc_checker)]
 unsafe impl Reclaim for CheckerReclaim {
     type Guard = CheckerGuard;
     const NAME: &'static str = "checker";
@@ -465,7 +465,7 @@ impl<T, R: Reclaim> Drop for AtomicBox<T, R> {
     }
 }
 
-#[cfg(all(test, not(any(crtc_loom, crtc_shuttle))))]
+#[cfg(all(test, not(crtc_checker)))]
 mod tests {
     use super::*;
 

@@ -121,7 +121,7 @@ unsafe impl<R: Reclaim> ShapeGate for RwLockGate<R> {
         parent: ExternalSequenceBlockHash,
         blocks: &[BlockPair],
     ) -> Result<usize, AppendMiss> {
-        #[cfg(any(crtc_loom, crtc_shuttle))]
+        #[cfg(crtc_checker)]
         if let Some(mutated) = crate::mutants::rwlock_append(self, slot, parent, blocks) {
             return mutated;
         }

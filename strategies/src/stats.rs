@@ -106,7 +106,7 @@ impl Default for StatGauge {
     }
 }
 
-#[cfg(all(test, not(any(crtc_loom, crtc_shuttle))))]
+#[cfg(all(test, not(crtc_checker)))]
 mod tests {
     use super::{StatCounter, StatGauge};
 

@@ -19,7 +19,7 @@
 pub use arm::*;
 
 /// The production arm: std atomics and threads, parking_lot locks.
-#[cfg(not(any(crtc_loom, crtc_shuttle)))]
+#[cfg(not(crtc_checker))]
 mod arm {
     pub use std::sync::Arc;
     /// One-time process-wide initialization (a global reclaimer's collector).
@@ -128,7 +128,7 @@ mod arm {
 /// Generates the lock wrappers of a model checker's arm: the checker's locks
 /// return `LockResult`s, which never carry poison here (a panicking test
 /// ends the model), so the wrappers unwrap them into the shared API.
-#[cfg(any(crtc_loom, crtc_shuttle))]
+#[cfg(crtc_checker)]
 macro_rules! checker_locks {
     ($krate:ident) => {
         /// A reader-writer lock with the non-poisoning API every backend shares.
@@ -299,7 +299,7 @@ pub struct Backoff {
 
 impl Backoff {
     /// Rounds of pauses (1, 2, 4, ... 2^SPIN_ROUNDS) before the first yield.
-    #[cfg(not(any(crtc_loom, crtc_shuttle)))]
+    #[cfg(not(crtc_checker))]
     const SPIN_ROUNDS: u32 = 6;
 
     /// A fresh backoff: the first snooze is one pause.
@@ -308,7 +308,7 @@ impl Backoff {
     }
 
     /// Waits a little, longer each call.
-    #[cfg(not(any(crtc_loom, crtc_shuttle)))]
+    #[cfg(not(crtc_checker))]
     #[inline]
     pub fn snooze(&mut self) {
         if self.step <= Self::SPIN_ROUNDS {
@@ -320,7 +320,7 @@ impl Backoff {
     }
 
     /// Yields to the checker.
-    #[cfg(any(crtc_loom, crtc_shuttle))]
+    #[cfg(crtc_checker)]
     #[inline]
     pub fn snooze(&mut self) {
         self.step += 1;
@@ -331,7 +331,7 @@ impl Backoff {
 #[cfg(all(crtc_loom, crtc_shuttle))]
 compile_error!("`--cfg crtc_loom` and `--cfg crtc_shuttle` are mutually exclusive");
 
-#[cfg(all(test, not(any(crtc_loom, crtc_shuttle))))]
+#[cfg(all(test, not(crtc_checker)))]
 mod tests {
     #[test]
     fn backoff_pauses_then_keeps_yielding() {

@@ -10,7 +10,7 @@
 //! One test function: the counters are process-wide, so nothing else in this
 //! binary may allocate gates concurrently.
 
-#![cfg(all(feature = "epoch", not(any(crtc_loom, crtc_shuttle))))]
+#![cfg(all(feature = "epoch", not(crtc_checker)))]
 
 use crtc_strategies::epoch::{self, LIVE_BUFFERS, LIVE_SNAPSHOTS};
 use crtc_strategies::shape::{cover_prefix, cut_at, promote_full, split_at};

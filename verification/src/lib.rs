@@ -32,7 +32,7 @@ pub mod backends;
 pub mod catalog;
 pub mod chain;
 pub mod harness;
-#[cfg(any(crtc_loom, crtc_shuttle))]
+#[cfg(crtc_checker)]
 pub mod models;
 pub mod property;
 pub mod queries;

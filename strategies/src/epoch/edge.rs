@@ -198,7 +198,7 @@ impl Drop for EdgeBuf {
     }
 }
 
-#[cfg(all(test, not(any(crtc_loom, crtc_shuttle))))]
+#[cfg(all(test, not(crtc_checker)))]
 mod tests {
     use super::*;
 

@@ -192,7 +192,7 @@ impl Retired {
     /// was unpublished before it was retired, and this runs once, after
     /// every reader that could have loaded it has unpinned.
     unsafe fn free(self) {
-        #[cfg(any(crtc_loom, crtc_shuttle))]
+        #[cfg(crtc_checker)]
         crate::checker_state::freed(self.snap as usize);
         RETIRED_SNAPSHOT_BYTES.sub(self.bytes);
         // SAFETY: the caller's contract.
@@ -384,7 +384,7 @@ impl<R: Reclaim> EpochGate<R> {
         // Under the model checkers a second retire of one snapshot (writers
         // not excluded, the mutant `EpochUnexcludedWriters`) panics here,
         // before it could be freed twice.
-        #[cfg(any(crtc_loom, crtc_shuttle))]
+        #[cfg(crtc_checker)]
         crate::checker_state::retired(old.snap as usize);
         RETIRED_SNAPSHOT_BYTES.add(old.bytes);
         // SAFETY: the caller's contract, and `R` runs this only after every
@@ -540,5 +540,5 @@ impl<R: Reclaim> Drop for EpochGate<R> {
     }
 }
 
-#[cfg(all(test, not(any(crtc_loom, crtc_shuttle))))]
+#[cfg(all(test, not(crtc_checker)))]
 mod tests;
