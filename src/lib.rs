@@ -23,7 +23,7 @@
 //! A store takes the decode fast path (one critical section at the leaf's
 //! tail) or the general planning path (`tree::store`: a parent walk, then a
 //! child walk); removals, clears and rank removal unmap coverage and leave
-//! holder-less leaves to a scheduled sweep ([`tree::SweepPolicy`]); a query
+//! holder-less leaves to a scheduled sweep ([`SweepPolicy`]); a query
 //! walks from the root crediting each rank's covered prefix. Each module
 //! opens with its protocol; `papers/protocols.md` puts them together.
 //!
@@ -81,10 +81,22 @@
 //! The tests that hold each strategy to the contract are in
 //! `verification/tests/` (differential, stress, soak, memory) and the model
 //! checks in `verification/src/models/`.
+//!
+//! # What is exported
+//!
+//! The crate root is the API: [`Tree`] with its [`Lane`]s and
+//! [`TreeConfig`] (with the [`SweepPolicy`]), the outcomes ([`EventOutcome`],
+//! [`StoreOutcome`], [`SweepStats`]) and lane counters ([`LaneCounters`]),
+//! the [`Indexer`], the event and score [`types`], and the gate contract
+//! ([`ShapeGate`], [`Reclaim`], [`Guard`]) with the gates this build
+//! compiles. The hidden `harness` module holds the hooks the workspace's
+//! checkers, benches and tests need beyond that; it is not API.
 #![warn(missing_docs)]
 
-pub mod indexer;
-pub mod tree;
+#[doc(hidden)]
+pub mod harness;
+mod indexer;
+mod tree;
 pub mod types;
 #[cfg(feature = "epoch")]
 pub use crtc_strategies::CrossbeamEpochGate;
@@ -92,6 +104,9 @@ pub use crtc_strategies::CrossbeamEpochGate;
 pub use crtc_strategies::SeizeEpochGate;
 #[cfg(feature = "seqlock")]
 pub use crtc_strategies::SeqlockGate;
-pub use crtc_strategies::{RwLockGate, ShapeGate};
+pub use crtc_strategies::{Guard, Reclaim, RwLockGate, ShapeGate};
 pub use indexer::{Indexer, IndexerConfig};
-pub use tree::{EventOutcome, Lane, NodeInfo, StoreOutcome, Tree, TreeConfig};
+pub use tree::{
+    Counter, EventOutcome, Lane, LaneCounters, Refusal, StoreOutcome, SweepPolicy, SweepStats,
+    Tree, TreeConfig,
+};

@@ -25,6 +25,7 @@ mod common;
 
 use common::{call_bench, every_gate};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use crtc::harness::TreeHooks;
 use crtc::types::LocalBlockHash;
 use crtc::{Tree, TreeConfig};
 use crtc_strategies::ShapeGate;

@@ -53,6 +53,7 @@ mod common;
 
 use common::{call_bench, every_gate};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use crtc::harness::TreeHooks;
 use crtc::types::{
     BlockPair, ExternalSequenceBlockHash, LocalBlockHash, RouterEvent, WorkerWithDpRank,
 };

@@ -30,6 +30,7 @@ mod common;
 
 use common::{bench_over_builds, call_bench, every_gate};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use crtc::harness::TreeHooks;
 use crtc::types::{BlockPair, ExternalSequenceBlockHash, RouterEvent, WorkerWithDpRank};
 use crtc::{EventOutcome, Lane, Tree, TreeConfig};
 use crtc_strategies::ShapeGate;

@@ -16,6 +16,7 @@ mod common;
 
 use common::{call_bench, every_gate};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use crtc::harness::TreeHooks;
 use crtc::{Lane, Tree, TreeConfig};
 use crtc_strategies::ShapeGate;
 use crtc_verification::workload::{preset, Workload, WorkloadOp};

@@ -15,8 +15,9 @@ mod common;
 
 use common::{call_bench, every_gate};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use crtc::tree::SweepPolicy;
+use crtc::harness::TreeHooks;
 use crtc::types::{RouterEvent, WorkerWithDpRank};
+use crtc::SweepPolicy;
 use crtc::{Tree, TreeConfig};
 use crtc_strategies::ShapeGate;
 use crtc_verification::chain::chained;

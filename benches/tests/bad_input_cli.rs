@@ -134,8 +134,8 @@ proptest! {
 
 #[test]
 fn a_tree_out_of_rank_slots_counts_the_refusals_by_reason() {
-    use crtc::tree::Refusal;
     use crtc::types::{RouterEvent, WorkerWithDpRank};
+    use crtc::Refusal;
     use crtc_bench::compare::subjects::backend::{Backend, IndexerBackend};
     let backend = IndexerBackend::<crtc_strategies::RwLockGate>::new(1, true);
     let over = 5;

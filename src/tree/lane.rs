@@ -1,5 +1,5 @@
 //! Lane-local state: the reverse lookup `(rank, external) -> node` of the
-//! ranks routed to one lane, and the lane's counters.
+//! ranks routed to one lane (its counters are in `counters`).
 //!
 //! Protocol. Entries may go stale after another lane splits a node (they then
 //! name the prefix while the block moved to the suffix); they are repaired
@@ -17,13 +17,13 @@
 //! tree folds into its shared estimates only when it grew large or when
 //! forced, never per event.
 
+use crate::tree::counters::LaneCounters;
 use crate::tree::node::Node;
 use crate::tree::rank_table::RankTables;
 use crate::tree::slots::CachedSlot;
-use crate::types::{ExternalSequenceBlockHash, KvError, WorkerWithDpRank};
-use crtc_strategies::sync::atomic::{AtomicU64, Ordering};
+use crate::types::{ExternalSequenceBlockHash, WorkerWithDpRank};
 use crtc_strategies::sync::Arc;
-use crtc_strategies::{AppendMiss, ShapeGate};
+use crtc_strategies::ShapeGate;
 use rustc_hash::FxHashMap;
 
 /// A dense, lane-local name for a held node.
@@ -98,22 +98,22 @@ impl<G: ShapeGate> Lane<G> {
     }
 
     /// Whether `rank` was registered on this lane.
-    pub fn has_rank(&self, rank: WorkerWithDpRank) -> bool {
+    pub(crate) fn has_rank(&self, rank: WorkerWithDpRank) -> bool {
         self.ranks.get(rank).is_some()
     }
 
     /// The ranks registered on this lane.
-    pub fn ranks(&self) -> impl Iterator<Item = WorkerWithDpRank> + '_ {
+    pub(crate) fn ranks(&self) -> impl Iterator<Item = WorkerWithDpRank> + '_ {
         self.ranks.ranks()
     }
 
     /// Number of entries of `rank`.
-    pub fn entry_count(&self, rank: WorkerWithDpRank) -> usize {
+    pub(crate) fn entry_count(&self, rank: WorkerWithDpRank) -> usize {
         self.ranks.get(rank).map_or(0, |m| m.len())
     }
 
     /// The reclamation deltas not yet folded into the tree.
-    pub fn tally(&self) -> Tally {
+    pub(crate) fn tally(&self) -> Tally {
         self.tally
     }
 
@@ -129,7 +129,7 @@ impl<G: ShapeGate> Lane<G> {
     }
 
     /// Number of distinct nodes held.
-    pub fn held_nodes(&self) -> usize {
+    pub(crate) fn held_nodes(&self) -> usize {
         self.by_addr.len()
     }
 
@@ -401,118 +401,5 @@ impl TakenRun {
     /// The run's length: its first hash and the hashes after it taken.
     pub(crate) fn len(&self) -> usize {
         1 + self.rest.len()
-    }
-}
-
-/// A counter with one writer (its lane) and any number of readers: the
-/// writer's increment is a load and a store, never a shared read-modify-write.
-#[derive(Debug, Default)]
-pub struct Counter(AtomicU64);
-
-impl Counter {
-    /// Adds `n` (single writer).
-    #[inline]
-    pub fn add(&self, n: u64) {
-        // Relaxed: statistics only; one writer, so load+store loses nothing.
-        self.0
-            .store(self.0.load(Ordering::Relaxed) + n, Ordering::Relaxed);
-    }
-    /// The current value.
-    pub fn get(&self) -> u64 {
-        // Relaxed: statistics only.
-        self.0.load(Ordering::Relaxed)
-    }
-}
-
-/// What one lane did.
-#[derive(Debug, Default)]
-pub struct LaneCounters {
-    /// Stores applied (including duplicates).
-    pub stores: Counter,
-    /// Stores that changed nothing.
-    pub duplicate_stores: Counter,
-    /// Removal events applied.
-    pub removals: Counter,
-    /// Cleared events applied.
-    pub clears: Counter,
-    /// Events rejected with an error.
-    pub errors: Counter,
-    /// Events rejected, per [`Refusal`] reason (they sum to `errors`).
-    pub refusals: [Counter; Refusal::ALL.len()],
-    /// Stores the decode fast path applied.
-    pub fast_path_hits: Counter,
-    /// Stores the fast path declined, per [`AppendMiss`] reason.
-    pub fast_path_misses: [Counter; 5],
-    /// Stores that ran the general planning path.
-    pub general_stores: Counter,
-    /// Lookup repairs (scans below a stale node).
-    pub repairs: Counter,
-    /// Plans that failed validation and were re-made.
-    pub restarts: Counter,
-}
-
-/// Why the tree refused an event (the kinds of [`KvError`] a lane returns).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Refusal {
-    /// A store named a parent its rank does not hold.
-    ParentNotFound,
-    /// A removal for a rank the lane has never seen.
-    BlockNotFound,
-    /// No rank slot was left for a new rank.
-    SlotsExhausted,
-    /// A store without blocks.
-    EmptyStore,
-    /// A refusal whose reason the reporter cannot tell (a peer that reports
-    /// only an error count, such as the upstream subject in the harness).
-    Other,
-}
-
-impl Refusal {
-    /// Every reason, in counter order.
-    pub const ALL: [Refusal; 5] = [
-        Refusal::ParentNotFound,
-        Refusal::BlockNotFound,
-        Refusal::SlotsExhausted,
-        Refusal::EmptyStore,
-        Refusal::Other,
-    ];
-
-    /// The reason for `error`.
-    pub fn of(error: &KvError) -> Self {
-        match error {
-            KvError::ParentBlockNotFound { .. } => Refusal::ParentNotFound,
-            KvError::BlockNotFound { .. } => Refusal::BlockNotFound,
-            KvError::CapacityExhausted { .. } => Refusal::SlotsExhausted,
-            KvError::EmptyStore { .. } => Refusal::EmptyStore,
-        }
-    }
-
-    /// A snake_case name for reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Refusal::ParentNotFound => "parent_not_found",
-            Refusal::BlockNotFound => "block_not_found",
-            Refusal::SlotsExhausted => "slots_exhausted",
-            Refusal::EmptyStore => "empty_store",
-            Refusal::Other => "other",
-        }
-    }
-
-    /// Its position in [`LaneCounters::refusals`].
-    pub fn index(self) -> usize {
-        self as usize
-    }
-}
-
-impl LaneCounters {
-    /// Counts a refused event under its reason.
-    pub fn refuse(&self, error: &KvError) {
-        self.errors.add(1);
-        self.refusals[Refusal::of(error).index()].add(1);
-    }
-
-    /// Fast-path misses for `reason`.
-    pub fn misses(&self, reason: AppendMiss) -> u64 {
-        self.fast_path_misses[reason.index()].get()
     }
 }

@@ -14,14 +14,17 @@
 //! * Ranks own dense slots; removing a rank unmaps, sweeps and releases its
 //!   slot so a reader never credits a recycled slot to its old owner
 //!   (`remove`, `slots`). Holder-less leaves are unlinked by a sweep
-//!   scheduled by volume and by a timer (`sweep`). Anchors are fixed
+//!   (`sweep`) scheduled by volume and by a timer (`scheduler`). Anchors are fixed
 //!   one-block nodes outside the root's subtree (`anchor`).
 //!
-//! See `store`, `remove`, `matches`, `dump`, `sweep` and `anchor` for each
-//! operation.
+//! See `store`, `remove`, `matches`, `dump`, `scheduler`, `sweep` and
+//! `anchor` for each operation. The crate root exports the API; the
+//! workspace's checkers, benches and tests reach the rest through
+//! `crate::harness`.
 
 mod anchor;
 mod children;
+mod counters;
 mod dump;
 mod lane;
 mod matches;
@@ -29,22 +32,23 @@ mod node;
 mod rank_table;
 mod remove;
 mod repair;
+mod scheduler;
 mod slots;
 mod store;
 mod sweep;
 
-pub use lane::{Counter, Lane, LaneCounters, Refusal, Tally};
+pub use counters::{Counter, LaneCounters, Refusal};
+pub use lane::{Lane, Tally};
+pub use scheduler::{SweepClaim, SweepPolicy, SweepReason, SweepTrigger, FOLD_THRESHOLD};
+pub use slots::{CachedSlot, SlotRegistry, SlotTable};
 pub use store::StoreOutcome;
-pub use sweep::{SweepClaim, SweepPolicy, SweepReason, SweepStats, SweepTrigger, FOLD_THRESHOLD};
+pub use sweep::SweepStats;
 
 use crate::types::{KvCacheEventData, KvError, RouterEvent, WorkerId, WorkerWithDpRank};
 use crtc_strategies::sync::Arc;
 pub(crate) use crtc_strategies::Guard;
 use crtc_strategies::{Reclaim, RwLockGate, ShapeGate, ShapeRead, Slot};
 use node::Node;
-// Public for the model checkers' slot model (crtc-verification), not as API.
-#[doc(hidden)]
-pub use slots::{CachedSlot, SlotRegistry, SlotTable};
 use std::time::Instant;
 
 /// Tree settings.
@@ -79,7 +83,8 @@ pub enum EventOutcome {
     Cleared,
 }
 
-/// One node as seen by [`Tree::topology`].
+/// One node as seen by `Tree::topology` (diagnostics and tests, through
+/// `crate::harness`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeInfo {
     /// Index of the parent in the returned list (`None` under the root).
@@ -226,12 +231,12 @@ impl<G: ShapeGate> Tree<G> {
     }
 
     /// The slot `rank` currently writes with (diagnostics and tests).
-    pub fn slot_of(&self, rank: WorkerWithDpRank) -> Option<u16> {
+    pub(crate) fn slot_of(&self, rank: WorkerWithDpRank) -> Option<u16> {
         self.slots.table(&G::Reclaim::pin()).slot(rank).map(|s| s.0)
     }
 
     /// Whether a slot of `rank` is unmapped but not yet released.
-    pub fn is_release_pending(&self, rank: WorkerWithDpRank) -> bool {
+    pub(crate) fn is_release_pending(&self, rank: WorkerWithDpRank) -> bool {
         self.slots.is_pending(|r| r == rank)
     }
 
@@ -274,7 +279,7 @@ impl<G: ShapeGate> Tree<G> {
     /// Every node of the root's subtree (the root excluded; anchors and
     /// their subtrees are not listed), parents before children, for
     /// diagnostics and tests.
-    pub fn topology(&self) -> Vec<NodeInfo> {
+    pub(crate) fn topology(&self) -> Vec<NodeInfo> {
         let guard = G::Reclaim::pin();
         let table = self.slots.table(&guard);
         let mut nodes = Vec::new();

@@ -10,9 +10,9 @@
 //! random streams (holes, clears, worker removals) run against a tree that
 //! sweeps after every operation and must still satisfy C1–C4.
 
-use crtc::tree::SweepPolicy;
+use crtc::harness::TreeHooks;
 use crtc::types::{BlockPair, LocalBlockHash, RouterEvent, WorkerWithDpRank};
-use crtc::{Indexer, IndexerConfig, Lane, Tree, TreeConfig};
+use crtc::{Indexer, IndexerConfig, Lane, SweepPolicy, Tree, TreeConfig};
 use crtc_strategies::ShapeGate;
 use crtc_verification::chain::chained;
 use crtc_verification::reference::Reference;

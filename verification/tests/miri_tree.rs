@@ -10,8 +10,8 @@
 //! schedule happened to be. Sizes stay tiny: each event costs miri
 //! milliseconds.
 
-use crtc::tree::SweepPolicy;
 use crtc::types::{LocalBlockHash, RouterEvent, WorkerWithDpRank};
+use crtc::SweepPolicy;
 use crtc::{Tree, TreeConfig};
 use crtc_strategies::sync::{thread, Arc};
 use crtc_strategies::ShapeGate;

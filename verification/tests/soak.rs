@@ -21,8 +21,9 @@
 //! `--nocapture` to see them); overcounts, hash mismatches, parity
 //! mismatches and rejected valid stores must all be 0.
 
-use crtc::tree::SweepPolicy;
+use crtc::harness::TreeHooks;
 use crtc::types::{BlockPair, LocalBlockHash, RouterEvent, WorkerWithDpRank};
+use crtc::SweepPolicy;
 use crtc::{Lane, Tree, TreeConfig};
 use crtc_strategies::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use crtc_strategies::sync::{spin_loop, thread, Arc, Mutex};

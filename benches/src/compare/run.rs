@@ -20,7 +20,7 @@ use crate::compare::{
     features, load_workload, validate, CompareError, CompareOptions, Configuration, RetryCounters,
     Source, MAX_WORKERS,
 };
-use crtc::tree::Refusal;
+use crtc::Refusal;
 use crtc_strategies::sync::Arc;
 use crtc_strategies::AppendMiss;
 use crtc_verification::workload::Workload;

@@ -4,8 +4,8 @@
 
 use crate::chain::{chained, tail_hash};
 use crate::property::Property;
-use crtc::tree::SweepPolicy;
 use crtc::types::{ExternalSequenceBlockHash, LocalBlockHash, RouterEvent, WorkerWithDpRank};
+use crtc::SweepPolicy;
 use crtc::{EventOutcome, Lane, Tree, TreeConfig};
 use crtc_strategies::ShapeGate;
 

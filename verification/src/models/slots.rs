@@ -30,7 +30,7 @@
 use super::{summarize, Explorer, NamedModel};
 use crate::check;
 use crate::property::Property;
-use crtc::tree::{CachedSlot, SlotRegistry};
+use crtc::harness::{CachedSlot, SlotRegistry};
 use crtc::types::WorkerWithDpRank;
 use crtc_strategies::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
 use crtc_strategies::sync::{thread, Arc};

@@ -28,7 +28,8 @@
 use super::{summarize, Explorer, NamedModel};
 use crate::check;
 use crate::property::Property;
-use crtc::tree::{SweepPolicy, SweepTrigger};
+use crtc::harness::SweepTrigger;
+use crtc::SweepPolicy;
 use crtc_strategies::sync::atomic::{AtomicUsize, Ordering};
 use crtc_strategies::sync::{thread, Arc};
 

@@ -33,8 +33,8 @@ use super::{
 };
 use crate::property::Property;
 use crate::{check, violated};
-use crtc::tree::SweepStats;
 use crtc::types::{RouterEvent, WorkerWithDpRank};
+use crtc::SweepStats;
 use crtc::{Lane, Tree};
 use crtc_strategies::sync::{thread, Arc};
 use crtc_strategies::ShapeGate;

@@ -7,9 +7,9 @@
 //! [`crate::compare::subjects::baseline::GlobalLockIndexer`].
 
 use crate::compare::measurement::measure::{nanos, CpuClock, ThreadCpu};
-use crtc::indexer::{Indexer, IndexerConfig};
-use crtc::tree::{LaneCounters, Refusal, TreeConfig};
 use crtc::types::{LocalBlockHash, OverlapScores, RouterEvent, WorkerId};
+use crtc::{Indexer, IndexerConfig};
+use crtc::{LaneCounters, Refusal, TreeConfig};
 use crtc_strategies::sync::Arc;
 use crtc_strategies::{AppendMiss, ShapeGate};
 use std::time::Instant;

@@ -23,11 +23,11 @@
 
 use crate::compare::measurement::measure::ThreadCpu;
 use crate::compare::subjects::backend::{Backend, BackendStats};
-use crtc::tree::Refusal;
 use crtc::types::{
     ExternalSequenceBlockHash, KvCacheEventData, KvError, LocalBlockHash, OverlapScores,
     RouterEvent, WorkerId, WorkerWithDpRank,
 };
+use crtc::Refusal;
 use crtc_strategies::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use crtc_strategies::sync::mpsc::{channel, Receiver, Sender};
 use crtc_strategies::sync::{thread, Arc, Mutex};

@@ -2,8 +2,8 @@
 //! cross-check against upstream.
 
 use crate::compare::checks::crosscheck::SerialIndex;
-use crtc::tree::{Lane, Tree, TreeConfig};
 use crtc::types::{LocalBlockHash, OverlapScores, RouterEvent, WorkerId};
+use crtc::{Lane, Tree, TreeConfig};
 use crtc_strategies::ShapeGate;
 
 /// A [`Tree`] with one [`Lane`], applied on the caller's thread.

@@ -26,10 +26,10 @@
 use crate::compare::checks::crosscheck::SerialIndex;
 use crate::compare::measurement::measure::{nanos, ThreadCpu};
 use crate::compare::subjects::backend::{Backend, BackendStats};
-use crtc::tree::Refusal;
 use crtc::types::{
     KvCacheEventData, LocalBlockHash, OverlapScores, RouterEvent, WorkerId, WorkerWithDpRank,
 };
+use crtc::Refusal;
 use crtc_strategies::sync::Arc;
 use dynamo_kv_router::indexer::{
     KvIndexerInterface, KvIndexerMetrics, SyncIndexer, ThreadPoolIndexer, METRIC_EVENT_CLEARED,

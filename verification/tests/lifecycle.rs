@@ -6,13 +6,11 @@
 
 mod suite;
 
-use crtc::tree::SweepPolicy;
 use crtc::types::{ExternalSequenceBlockHash, LocalBlockHash, RouterEvent, WorkerWithDpRank};
-use crtc::{Lane, Tree, TreeConfig};
+use crtc::{Lane, Reclaim, ShapeGate, SweepPolicy, Tree, TreeConfig};
 use crtc_strategies::sync::atomic::{AtomicBool, Ordering};
 use crtc_strategies::sync::mpsc::{channel, Sender};
 use crtc_strategies::sync::{thread, Arc};
-use crtc_strategies::{Reclaim, ShapeGate};
 use std::time::Duration;
 use suite::*;
 

@@ -1,5 +1,5 @@
 // Slot lifecycle: clears, removals, races for the unmap, recycling.
-// Included into each strategy module of `tests/lifecycle.rs`.
+// Included into each strategy module of `verification/tests/lifecycle.rs`.
 
 #[test]
 fn clear_keeps_the_slot_and_restores_cleanly() {

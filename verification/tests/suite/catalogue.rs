@@ -587,7 +587,7 @@ fn fast_path_takes_chained_decode_stores_and_demotes_sharers() {
 /// The walk as plain hash sets over the tree's topology (always intersecting),
 /// the semantics the slot-bitset walk must reproduce exactly.
 fn hash_set_walk(
-    nodes: &[crtc::NodeInfo],
+    nodes: &[crtc::harness::NodeInfo],
     query: &[u64],
 ) -> std::collections::BTreeMap<crtc::types::WorkerWithDpRank, u32> {
     use std::collections::{BTreeMap, BTreeSet};

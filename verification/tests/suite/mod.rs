@@ -3,9 +3,9 @@
 
 #![allow(dead_code)]
 
+pub use crtc::harness::{LaneHooks, TreeHooks};
 use crtc::types::{ExternalSequenceBlockHash, LocalBlockHash, RouterEvent, WorkerWithDpRank};
-use crtc::{EventOutcome, Lane, Tree, TreeConfig};
-use crtc_strategies::ShapeGate;
+use crtc::{EventOutcome, Lane, ShapeGate, Tree, TreeConfig};
 use crtc_verification::chain::{chained, tail_hash};
 
 pub fn rank(worker: u64) -> WorkerWithDpRank {

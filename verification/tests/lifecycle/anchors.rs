@@ -1,5 +1,5 @@
 // Anchors: registration, stores under them, anchored lookups, sweeps.
-// Included into each strategy module of `tests/lifecycle.rs`.
+// Included into each strategy module of `verification/tests/lifecycle.rs`.
 
 fn anchor(f: &mut Fixture<G>, lane: usize, rank: WorkerWithDpRank, id: u64, depth: u32) {
     let local = LocalBlockHash(0xa000 + id);

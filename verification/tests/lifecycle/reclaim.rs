@@ -1,5 +1,5 @@
 // Stale-leaf reclamation: tallies, triggers, the sweep.
-// Included into each strategy module of `tests/lifecycle.rs`.
+// Included into each strategy module of `verification/tests/lifecycle.rs`.
 
 fn fold(f: &mut Fixture<G>) {
     for lane in &mut f.lanes {
