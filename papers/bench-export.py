@@ -53,8 +53,8 @@ PAIRED = re.compile(
     r"(?P<median>[\d.]+) \(quartiles (?P<q1>[\d.]+)-(?P<q3>[\d.]+), range (?P<lo>[\d.]+)-"
     r"(?P<hi>[\d.]+), (?P<rounds>\d+) rounds\); fast (?P<fast>[\d.]+) ns/event, general "
     r"(?P<general>[\d.]+) ns/event")
-RETRIES = re.compile(r"^mixed_1r1w/(?P<gate>[\w.-]+): .*per read: seqlock restarts (?P<restarts>[\d.]+), "
-                     r"fallbacks (?P<fallbacks>[\d.]+), epoch locked re-reads (?P<rereads>[\d.]+)")
+RETRIES = re.compile(r"^mixed_1r1w/(?P<gate>[\w.-]+): .*per read: retries (?P<retries>[\d.]+), "
+                     r"fallbacks (?P<fallbacks>[\d.]+)")
 
 
 def describe(args):
@@ -86,7 +86,7 @@ def mixed(args):
                 key = (m["gate"], m["mode"])
                 for field in ("p50", "p99", "p999"):
                     runs.setdefault(key, {}).setdefault(field, []).append(int(m[field]))
-            for pattern, fields in ((WRITER, ("rate",)), (RETRIES, ("restarts", "fallbacks", "rereads"))):
+            for pattern, fields in ((WRITER, ("rate",)), (RETRIES, ("retries", "fallbacks"))):
                 m = pattern.match(line)
                 if m:
                     for field in fields:
@@ -140,13 +140,13 @@ def mixed_tables(runs):
         cells.append(spread(per_run, "{:.2f}") + "×")
         cells.append(spread(writer["rate"], "{:.2f}") if "rate" in writer else "–")
         lines.append(f"| {gate} | " + " | ".join(cells) + " |")
-    retry = ["| gate | seqlock restarts / read | seqlock fallbacks / read | epoch locked re-reads / read |",
-             "|---|---:|---:|---:|"]
+    retry = ["| gate | read retries / read | read fallbacks / read |",
+             "|---|---:|---:|"]
     for gate in GATES:
         writer = runs.get((gate, "writer"), {})
-        if "restarts" in writer:
+        if "retries" in writer:
             retry.append(f"| {gate} | " + " | ".join(
-                spread(writer[f], "{:.5f}") for f in ("restarts", "fallbacks", "rereads")) + " |")
+                spread(writer[f], "{:.5f}") for f in ("retries", "fallbacks")) + " |")
     return lines, retry, ratios
 
 

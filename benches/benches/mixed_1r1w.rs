@@ -9,10 +9,12 @@
 //! every read; on a loaded machine the mean, which is criterion's time, sits
 //! above p99 because preempted reads land in the top 1%), and after
 //! the pair the p99 ratio (target ≤ 1.25 for the optimistic gates), the
-//! writer's rate, the seqlock gate's optimistic restarts and pessimistic
-//! fallbacks per read, the epoch gates' reads re-run under the writer mutex
-//! per read, and the epoch reclaimers' retired-but-not-freed bytes (largest
-//! level seen while the storm ran). The counters are process-wide and count
+//! writer's rate, and the gate's own reader counters
+//! (`ShapeGate::read_counters`): retries and fallbacks to the writers' lock
+//! per read (the seqlock gate's optimistic restarts and pessimistic
+//! fallbacks, the epoch gates' reads re-run under the node mutex), and
+//! retired-but-not-freed bytes where the gate counts them (largest level
+//! seen while the storm ran). The counters are process-wide and count
 //! lookups only (the gates count the writer's plans apart).
 //!
 //! The tree (default configuration, fast path on): a shared system prompt of
@@ -60,7 +62,7 @@ use crtc::types::{
 use crtc::{Lane, Tree, TreeConfig};
 use crtc_strategies::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use crtc_strategies::sync::{thread, Arc};
-use crtc_strategies::{ReadPath, ShapeGate};
+use crtc_strategies::{ReadCounters, ShapeGate};
 use crtc_verification::chain::chained;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -172,49 +174,6 @@ impl Histogram {
         }
         0
     }
-}
-
-/// Process-wide gate counters (zero for gates not compiled in).
-#[derive(Clone, Copy, Debug, Default)]
-struct GateCounters {
-    seqlock_restarts: u64,
-    seqlock_fallbacks: u64,
-    epoch_read_fallbacks: u64,
-}
-
-impl GateCounters {
-    fn now() -> Self {
-        #[allow(unused_mut)]
-        let mut c = Self::default();
-        #[cfg(feature = "seqlock")]
-        {
-            use crtc_strategies::seqlock::{OPTIMISTIC_RESTARTS, PESSIMISTIC_FALLBACKS};
-            c.seqlock_restarts = OPTIMISTIC_RESTARTS.get();
-            c.seqlock_fallbacks = PESSIMISTIC_FALLBACKS.get();
-        }
-        #[cfg(feature = "epoch")]
-        {
-            c.epoch_read_fallbacks = crtc_strategies::epoch::READ_FALLBACKS.get();
-        }
-        c
-    }
-
-    fn since(self, before: Self) -> Self {
-        Self {
-            seqlock_restarts: self.seqlock_restarts - before.seqlock_restarts,
-            seqlock_fallbacks: self.seqlock_fallbacks - before.seqlock_fallbacks,
-            epoch_read_fallbacks: self.epoch_read_fallbacks - before.epoch_read_fallbacks,
-        }
-    }
-}
-
-/// Bytes the epoch gates retired and have not freed yet (`None` without the
-/// `epoch` feature).
-fn retired_bytes() -> Option<i64> {
-    #[cfg(feature = "epoch")]
-    return Some(crtc_strategies::epoch::retired_bytes());
-    #[cfg(not(feature = "epoch"))]
-    None
 }
 
 /// The writer's state: its lane and the session it is on.
@@ -361,7 +320,7 @@ fn session_query(prefix: &[LocalBlockHash], s: u64, query: &mut Vec<LocalBlockHa
 /// What one reader id measured.
 struct Reads {
     hist: Histogram,
-    counters: GateCounters,
+    counters: ReadCounters,
     max_retired: Option<i64>,
 }
 
@@ -380,18 +339,20 @@ impl Reads {
 }
 
 /// Benches the reader under `id` and returns its latency histogram and
-/// counter deltas. `lookup` scores a query and returns the time the index's
-/// own lookup took (anything it converts stays outside the clock).
+/// the deltas of `counters` (the gate's reader counters). `lookup` scores a
+/// query and returns the time the index's own lookup took (anything it
+/// converts stays outside the clock).
 fn bench_reader(
     group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
     id: BenchmarkId,
+    counters: fn() -> ReadCounters,
     current: &AtomicU64,
     prefix: &[LocalBlockHash],
     lookup: impl Fn(&[LocalBlockHash]) -> Duration,
 ) -> Reads {
     let mut hist = Histogram::new();
-    let mut max_retired = retired_bytes();
-    let before = GateCounters::now();
+    let before = counters();
+    let mut max_retired = before.retired_bytes;
     let mut query = Vec::with_capacity(PREFIX + PROMPT);
     group.bench_function(id, |b| {
         b.iter_custom(|iters| {
@@ -404,7 +365,8 @@ fn bench_reader(
                 total += took;
                 hist.record(took);
                 if i % SAMPLE_EVERY == 0 {
-                    if let (Some(max), Some(now)) = (max_retired.as_mut(), retired_bytes()) {
+                    if let (Some(max), Some(now)) = (max_retired.as_mut(), counters().retired_bytes)
+                    {
                         *max = (*max).max(now);
                     }
                 }
@@ -412,7 +374,7 @@ fn bench_reader(
             total
         })
     });
-    let counters = GateCounters::now().since(before);
+    let counters = counters().since(before);
     Reads {
         hist,
         counters,
@@ -453,6 +415,7 @@ fn bench_gate<G: ShapeGate>(c: &mut Criterion) {
     let alone = bench_reader(
         &mut group,
         BenchmarkId::new(label, "reader/no_writer"),
+        G::read_counters,
         &fx.current,
         &fx.prefix,
         lookup,
@@ -477,6 +440,7 @@ fn bench_gate<G: ShapeGate>(c: &mut Criterion) {
     let storm = bench_reader(
         &mut group,
         BenchmarkId::new(label, "reader/decode_storm"),
+        G::read_counters,
         &fx.current,
         &fx.prefix,
         lookup,
@@ -495,8 +459,8 @@ fn bench_gate<G: ShapeGate>(c: &mut Criterion) {
     );
     println!(
         "mixed_1r1w/{label}: {}; writer {} decode appends in \
-         {:.2} s ({:.2} M/s, {} sessions, {} sweeps, fast-path hits {}, {} nodes left); per read: seqlock restarts {:.4}, \
-         fallbacks {:.5}, epoch locked re-reads {:.5}{}",
+         {:.2} s ({:.2} M/s, {} sessions, {} sweeps, fast-path hits {}, {} nodes left); per read: retries {:.4}, \
+         fallbacks {:.5}{}",
         storm_ratios(&alone, &storm),
         writer.appends,
         ran.as_secs_f64(),
@@ -505,11 +469,10 @@ fn bench_gate<G: ShapeGate>(c: &mut Criterion) {
         writer.sweeps,
         counters.fast_path_hits.get(),
         fx.tree.node_count(),
-        storm.per_read(storm.counters.seqlock_restarts),
-        storm.per_read(storm.counters.seqlock_fallbacks),
-        storm.per_read(storm.counters.epoch_read_fallbacks),
-        match (alone.max_retired, storm.max_retired, retired_bytes()) {
-            (Some(a), Some(s), Some(end)) if G::READ_PATH == ReadPath::Snapshot => format!(
+        storm.per_read(storm.counters.retries),
+        storm.per_read(storm.counters.fallbacks),
+        match (alone.max_retired, storm.max_retired, G::read_counters().retired_bytes) {
+            (Some(a), Some(s), Some(end)) => format!(
                 "; retired-not-freed bytes: max {a} alone, max {s} during the storm, {end} after"
             ),
             _ => String::new(),
@@ -660,6 +623,7 @@ mod upstream_pair {
         let alone = bench_reader(
             &mut group,
             BenchmarkId::new(NAME, "reader/no_writer"),
+            ReadCounters::default,
             &current,
             &prefix,
             &lookup,
@@ -681,6 +645,7 @@ mod upstream_pair {
         let storm = bench_reader(
             &mut group,
             BenchmarkId::new(NAME, "reader/decode_storm"),
+            ReadCounters::default,
             &current,
             &prefix,
             &lookup,

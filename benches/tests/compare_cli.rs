@@ -62,9 +62,14 @@ fn check_json(report: &compare::Report) {
             );
         }
         let capacity = row["mode"] == "capacity";
-        // The read-retry counters: seqlock (optimistic) and epoch
-        // (snapshot) rows only.
-        let counted = row["read_path"] == "optimistic" || row["read_path"] == "snapshot";
+        // The read-retry counters: every gate's rows (each gate reports its
+        // own through `ShapeGate::read_counters`), not the baseline's nor
+        // upstream's.
+        let counted = row["strategy"] != "global-lock"
+            && !row["strategy"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("upstream");
         // Read-only percentiles on capacity rows with readers.
         assert_eq!(
             row["read_only_p99_ns"].is_u64(),

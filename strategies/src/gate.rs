@@ -59,6 +59,33 @@ impl ReadPath {
     }
 }
 
+/// A gate's reader counters since the process started, summed over every
+/// gate of its kind (the counters are process-wide statistics). Lookups
+/// only: plans count apart, so these are the readers' own figures.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadCounters {
+    /// Reads that failed validation and re-ran on their lock-free path.
+    pub retries: u64,
+    /// Reads that gave up their lock-free path and ran under the writers'
+    /// lock.
+    pub fallbacks: u64,
+    /// Bytes of the gate's shapes retired and not yet freed (`None`: the
+    /// gate does not count them).
+    pub retired_bytes: Option<i64>,
+}
+
+impl ReadCounters {
+    /// The retries and fallbacks counted since `before` (`retired_bytes` is a
+    /// level, kept as now).
+    pub fn since(self, before: Self) -> Self {
+        Self {
+            retries: self.retries.saturating_sub(before.retries),
+            fallbacks: self.fallbacks.saturating_sub(before.fallbacks),
+            retired_bytes: self.retired_bytes,
+        }
+    }
+}
+
 /// The shape changed since the plan was made; the caller re-plans.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Stale;
@@ -259,6 +286,12 @@ pub unsafe trait ShapeGate: Send + Sync + Sized + 'static {
 
     /// Approximate bytes held by the gate and its shape.
     fn footprint(&self) -> usize;
+
+    /// Its readers' retry and fallback counters (process-wide); zero for a
+    /// gate whose readers never retry nor fall back.
+    fn read_counters() -> ReadCounters {
+        ReadCounters::default()
+    }
 }
 
 /// The reclaimer guard of gate `G`: what a reader holds while it walks.

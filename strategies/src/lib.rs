@@ -7,7 +7,10 @@
 //! coverage rules themselves are written once, in [`shape`].
 //!
 //! Every synchronization primitive of the workspace comes from [`sync`];
-//! [`stats`] holds the process-wide counters, which synchronize nothing.
+//! the private `stats` module holds the process-wide counters, which
+//! synchronize nothing (each gate reports its readers' through
+//! [`ShapeGate::read_counters`]). Only what `crtc` and its harness use is
+//! public; the edge index (`edge_index`) is the gates' own.
 
 #![warn(missing_docs, missing_debug_implementations)]
 
@@ -29,7 +32,7 @@ macro_rules! mutant {
 pub mod bits;
 #[cfg(crtc_checker)]
 pub mod checker_state;
-pub mod edge_index;
+mod edge_index;
 #[cfg(feature = "epoch")]
 pub mod epoch;
 pub mod gate;
@@ -42,7 +45,7 @@ pub mod rwlock;
 #[cfg(feature = "seqlock")]
 pub mod seqlock;
 pub mod shape;
-pub mod stats;
+mod stats;
 pub mod sync;
 
 pub use bits::SlotBits;
@@ -51,7 +54,8 @@ pub use epoch::SeizeEpochGate;
 #[cfg(feature = "epoch")]
 pub use epoch::{CrossbeamEpochGate, DefaultEpochGate, EpochGate};
 pub use gate::{
-    append_eligibility, AppendMiss, Commit, Guard, ReadPath, ShapeGate, Stale, Version,
+    append_eligibility, AppendMiss, Commit, Guard, ReadCounters, ReadPath, ShapeGate, Stale,
+    Version,
 };
 pub use hash::{BlockPair, ExternalSequenceBlockHash, LocalBlockHash, Slot, MAX_SLOTS};
 pub use reclaim::{AtomicBox, DefaultReclaim, EpochGuard, EpochReclaim, Reclaim};

@@ -103,8 +103,9 @@ fn two_threads<G: ShapeGate + 'static>() {
     assert_eq!(score(&tree, 2, &[1, 2, 3]), 3);
 }
 
+/// The miri tests of one gate of `crtc_strategies::for_each_gate!`.
 macro_rules! miri_tree {
-    ($name:ident, $gate:ty) => {
+    ($name:ident, $gate:ty, $label:literal) => {
         mod $name {
             #[test]
             fn catalogue() {
@@ -119,10 +120,4 @@ macro_rules! miri_tree {
     };
 }
 
-miri_tree!(rwlock, crtc_strategies::RwLockGate);
-#[cfg(feature = "seqlock")]
-miri_tree!(seqlock, crtc_strategies::SeqlockGate);
-#[cfg(feature = "epoch")]
-miri_tree!(epoch, crtc_strategies::CrossbeamEpochGate);
-#[cfg(feature = "seize")]
-miri_tree!(seize, crtc_strategies::SeizeEpochGate);
+crtc_strategies::for_each_gate!(miri_tree);

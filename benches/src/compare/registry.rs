@@ -1,5 +1,5 @@
 //! The subjects of a comparison, listed once: every compiled gate (with how
-//! its readers synchronize and its optimistic-read counters), and the rows
+//! its readers synchronize and its readers' counters), and the rows
 //! they make with the fast path on and off, followed by the global-lock
 //! baseline and, with feature `upstream`, NVIDIA Dynamo's published tree.
 
@@ -11,8 +11,8 @@ use crate::compare::subjects::serial::build_serial;
 #[cfg(feature = "upstream")]
 use crate::compare::subjects::upstream;
 use crtc_strategies::sync::Arc;
-pub use crtc_strategies::ReadPath;
 use crtc_strategies::ShapeGate;
+pub use crtc_strategies::{ReadCounters, ReadPath};
 
 /// Builds a backend with `lanes` lanes and the fast path on or off.
 pub type Build = fn(lanes: usize, fast_path: bool) -> Arc<dyn Backend>;
@@ -20,8 +20,8 @@ pub type Build = fn(lanes: usize, fast_path: bool) -> Arc<dyn Backend>;
 /// Builds a serially applied tree (label, fast path) for the cross-check.
 pub type BuildSerial = fn(label: String, fast_path: bool) -> Box<dyn SerialIndex>;
 
-/// Reads of the optimistic-read counters: (restarts, pessimistic fallbacks).
-pub type RetryCounters = fn() -> (u64, u64);
+/// Reads a gate's reader counters ([`ShapeGate::read_counters`]).
+pub type RetryCounters = fn() -> ReadCounters;
 
 /// One compiled gate.
 #[derive(Clone, Copy, Debug)]
@@ -34,8 +34,8 @@ pub struct Gate {
     pub serial: BuildSerial,
     /// How its readers synchronize.
     pub read_path: ReadPath,
-    /// Its optimistic-read counters, if it has any.
-    pub retries: Option<RetryCounters>,
+    /// Its readers' counters.
+    pub retries: RetryCounters,
 }
 
 fn build_indexer<G: ShapeGate>(lanes: usize, fast_path: bool) -> Arc<dyn Backend> {
@@ -46,36 +46,6 @@ fn build_baseline(lanes: usize, _fast_path: bool) -> Arc<dyn Backend> {
     Arc::new(GlobalLockIndexer::new(lanes))
 }
 
-#[cfg(feature = "seqlock")]
-fn seqlock_retries() -> (u64, u64) {
-    use crtc_strategies::seqlock::{OPTIMISTIC_RESTARTS, PESSIMISTIC_FALLBACKS};
-    (OPTIMISTIC_RESTARTS.get(), PESSIMISTIC_FALLBACKS.get())
-}
-
-/// The epoch gates' reads re-run under the writer mutex (they never
-/// restart: the first count is 0).
-#[cfg(feature = "epoch")]
-fn epoch_retries() -> (u64, u64) {
-    (0, crtc_strategies::epoch::READ_FALLBACKS.get())
-}
-
-/// The read-retry counters of a gate whose readers take `path`, if it has
-/// any: the seqlock gate's optimistic restarts and lock fallbacks, the
-/// epoch gates' mutex fallbacks. Plans count apart, so these are the
-/// lookups' own.
-fn retry_counters(path: ReadPath) -> Option<RetryCounters> {
-    #[cfg(feature = "seqlock")]
-    if path == ReadPath::Optimistic {
-        return Some(seqlock_retries);
-    }
-    #[cfg(feature = "epoch")]
-    if path == ReadPath::Snapshot {
-        return Some(epoch_retries);
-    }
-    let _ = path;
-    None
-}
-
 /// The registry entry of gate `G`.
 fn gate<G: ShapeGate>() -> Gate {
     Gate {
@@ -83,7 +53,7 @@ fn gate<G: ShapeGate>() -> Gate {
         build: build_indexer::<G>,
         serial: build_serial::<G>,
         read_path: G::READ_PATH,
-        retries: retry_counters(G::READ_PATH),
+        retries: G::read_counters,
     }
 }
 
@@ -118,7 +88,8 @@ pub struct Configuration {
     pub build: Build,
     /// How its readers synchronize.
     pub read_path: ReadPath,
-    /// Its optimistic-read counters, if it has any.
+    /// Its readers' counters (gate rows only: the baseline and upstream do
+    /// not count theirs).
     pub retries: Option<RetryCounters>,
 }
 
@@ -140,7 +111,7 @@ pub fn configurations() -> Vec<Configuration> {
                 fast_path: Some(fast),
                 build: gate.build,
                 read_path: gate.read_path,
-                retries: gate.retries,
+                retries: Some(gate.retries),
             })
         })
         .collect();

@@ -22,7 +22,7 @@ use crate::compare::{
 };
 use crtc::Refusal;
 use crtc_strategies::sync::Arc;
-use crtc_strategies::AppendMiss;
+use crtc_strategies::{AppendMiss, ReadCounters};
 use crtc_verification::workload::Workload;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::BTreeMap;
@@ -105,18 +105,18 @@ fn base_row(
     }
 }
 
-/// Optimistic-read counter deltas over a run: restarts per lookup and
-/// fallbacks (`None` for gates without the counters).
+/// Reader counter deltas over a run: retries per lookup and fallbacks
+/// (`None` for subjects that are not gates).
 struct Retries {
     read: Option<RetryCounters>,
-    before: (u64, u64),
+    before: ReadCounters,
 }
 
 impl Retries {
     fn start(config: &Configuration) -> Self {
         Self {
             read: config.retries,
-            before: config.retries.map_or((0, 0), |read| read()),
+            before: config.retries.map(|read| read()).unwrap_or_default(),
         }
     }
 
@@ -124,12 +124,10 @@ impl Retries {
         let Some(read) = self.read else {
             return (None, None);
         };
-        let after = read();
-        let restarts = after.0.saturating_sub(self.before.0);
-        let fallbacks = after.1.saturating_sub(self.before.1);
+        let run = read().since(self.before);
         (
-            Some(ratio(restarts, lookups).unwrap_or(0.0)),
-            Some(fallbacks),
+            Some(ratio(run.retries, lookups).unwrap_or(0.0)),
+            Some(run.fallbacks),
         )
     }
 }

@@ -525,6 +525,16 @@ unsafe impl<R: Reclaim> ShapeGate for EpochGate<R> {
         let snap = self.current(&guard);
         std::mem::size_of::<Self>() + snap.bytes() + snap.edge.bytes()
     }
+
+    /// Readers never retry; they fall back to the mutex (`READ_FALLBACKS`).
+    /// Both epoch gates share the counters and the retired bytes.
+    fn read_counters() -> crate::gate::ReadCounters {
+        crate::gate::ReadCounters {
+            retries: 0,
+            fallbacks: READ_FALLBACKS.get(),
+            retired_bytes: Some(retired_bytes()),
+        }
+    }
 }
 
 impl<R: Reclaim> Drop for EpochGate<R> {

@@ -325,4 +325,12 @@ unsafe impl<R: Reclaim> ShapeGate for SeqlockGate<R> {
         let pin = R::pin();
         2 * std::mem::size_of::<AtomicU64>() + self.payload.footprint::<R>(&pin)
     }
+
+    fn read_counters() -> crate::gate::ReadCounters {
+        crate::gate::ReadCounters {
+            retries: OPTIMISTIC_RESTARTS.get(),
+            fallbacks: PESSIMISTIC_FALLBACKS.get(),
+            retired_bytes: None,
+        }
+    }
 }

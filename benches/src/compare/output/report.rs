@@ -99,10 +99,11 @@ pub struct Row {
     /// find_matches 99th percentile on the drained final tree with no
     /// writer (capacity).
     pub read_only_p99_ns: Option<u64>,
-    /// Optimistic read restarts per lookup during the run (seqlock rows;
-    /// process-wide counter delta over the readers' lookups).
+    /// Read retries per lookup during the run (gate rows, from
+    /// `ShapeGate::read_counters`: a process-wide counter delta over the
+    /// readers' lookups; 0 for gates whose readers never retry).
     pub restarts_per_read: Option<f64>,
-    /// Reads that fell back to the writer lock during the run (seqlock rows;
+    /// Reads that fell back to the writers' lock during the run (gate rows;
     /// process-wide counter delta).
     pub fallbacks: Option<u64>,
     /// How readers synchronize: "lock", "optimistic" or "snapshot".
