@@ -17,7 +17,7 @@
 
 use crate::tree::node::Node;
 use crtc_strategies::sync::{spin_loop, Arc, RwLock};
-use crtc_strategies::{AtomicBox, Guard, LocalBlockHash, Reclaim, ShapeGate};
+use crtc_strategies::{mutant, AtomicBox, Guard, LocalBlockHash, Reclaim, ShapeGate};
 use rustc_hash::FxHashMap;
 
 /// Largest compact snapshot; one more child promotes to the sharded map.
@@ -210,8 +210,7 @@ impl<G: ShapeGate> Children<G> {
                 let mut rest = entries.to_vec();
                 rest.remove(index);
                 let next = set_from(rest);
-                #[cfg(crtc_checker)]
-                if crtc_strategies::mutants::Mutant::SweepFreesBeforeGrace.is_active() {
+                if mutant!(SweepFreesBeforeGrace) {
                     // SAFETY: violated on purpose (a negative control for
                     // the checkers): the replaced set is freed at once.
                     drop(unsafe { self.set.replace_and_transfer(next) });
@@ -229,8 +228,7 @@ impl<G: ShapeGate> Children<G> {
                     return false;
                 }
                 let removed = shard.remove(&key);
-                #[cfg(crtc_checker)]
-                if crtc_strategies::mutants::Mutant::SweepFreesBeforeGrace.is_active() {
+                if mutant!(SweepFreesBeforeGrace) {
                     // Broken on purpose: the unlinked entry is dropped at once.
                     drop(removed);
                     return true;

@@ -16,7 +16,8 @@
 
 /// `true` when the named mutant is active (model-checker builds only; a
 /// constant `false` otherwise, so production code carries no mutant).
-/// Exported for the tree's own mutation points (`crtc::tree::slots`).
+/// Exported for the tree's own mutation points (`crtc`'s `tree::slots`,
+/// `tree::scheduler`, `tree::children`): the one spelling of a mutant point.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! mutant {
@@ -32,6 +33,9 @@ macro_rules! mutant {
 pub mod bits;
 #[cfg(crtc_checker)]
 pub mod checker_state;
+// The atomic index serves only the lock-free gates (features `seqlock`,
+// `epoch`); a build without them uses the plain index alone.
+#[cfg_attr(not(any(feature = "seqlock", feature = "epoch")), allow(dead_code))]
 mod edge_index;
 #[cfg(feature = "epoch")]
 pub mod epoch;
@@ -45,6 +49,9 @@ pub mod rwlock;
 #[cfg(feature = "seqlock")]
 pub mod seqlock;
 pub mod shape;
+// The statistics serve the lock-free gates (gauges: the epoch gates only).
+#[cfg(any(feature = "seqlock", feature = "epoch"))]
+#[cfg_attr(not(feature = "epoch"), allow(dead_code))]
 mod stats;
 pub mod sync;
 

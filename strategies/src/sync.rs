@@ -4,10 +4,11 @@
 //!
 //! Protocol: every lock, atomic, thread and channel the tree and the gates use
 //! is imported from here, so a model checker can replace all of them at once.
-//! Three arms export the same names: production (std atomics and threads,
-//! parking_lot locks), loom (`--cfg crtc_loom`) and shuttle
-//! (`--cfg crtc_shuttle`); the checkers are target-cfg dependencies, so a
-//! normal build never compiles them. The lock wrappers expose only `read`, `write`,
+//! The production arm (std atomics and threads, parking_lot locks) and the
+//! checker arm (`crtc_checker`: loom under `--cfg crtc_loom`, shuttle under
+//! `--cfg crtc_shuttle`, their locks, threads and channels made by one
+//! macro) export the same names, none in one arm only; the checkers are
+//! target-cfg dependencies, so a normal build never compiles them. The lock wrappers expose only `read`, `write`,
 //! `try_read`, `try_write` and `lock`, the subset every backend can provide
 //! without poisoning. Every retry or spin loop calls [`spin_loop`] (a pause)
 //! or, when it waits on another thread, [`Backoff::snooze`] (pauses, then OS
@@ -40,7 +41,7 @@ mod arm {
 
     /// Multi-producer single-consumer channels used by the indexer's lanes.
     pub mod mpsc {
-        pub use std::sync::mpsc::{channel, Receiver, RecvError, SendError, Sender, TryRecvError};
+        pub use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
     }
 
     /// Hint for a retry or spin loop: a CPU pause in production, a yield under a
@@ -298,17 +299,16 @@ pub struct Backoff {
 }
 
 impl Backoff {
-    /// Rounds of pauses (1, 2, 4, ... 2^SPIN_ROUNDS) before the first yield.
-    #[cfg(not(crtc_checker))]
-    const SPIN_ROUNDS: u32 = 6;
+    /// Rounds of pauses (1, 2, 4, ... 2^SPIN_ROUNDS) before the first yield;
+    /// none under a checker, where a pause is a yield already.
+    const SPIN_ROUNDS: u32 = if cfg!(crtc_checker) { 0 } else { 6 };
 
     /// A fresh backoff: the first snooze is one pause.
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// Waits a little, longer each call.
-    #[cfg(not(crtc_checker))]
+    /// Waits a little, longer each call (under a checker: one yield).
     #[inline]
     pub fn snooze(&mut self) {
         if self.step <= Self::SPIN_ROUNDS {
@@ -317,14 +317,6 @@ impl Backoff {
         } else {
             thread::yield_now();
         }
-    }
-
-    /// Yields to the checker.
-    #[cfg(crtc_checker)]
-    #[inline]
-    pub fn snooze(&mut self) {
-        self.step += 1;
-        spin_loop();
     }
 }
 
