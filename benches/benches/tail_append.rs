@@ -44,9 +44,8 @@
 //! criterion and measures the ratio general / fast at batch 1 for every gate
 //! and edge, paired at a fine grain. Criterion times the two ids seconds
 //! apart, and on a shared VM whose speed changes in phases lasting seconds
-//! that ratio moves with the phase (one binary's one-block `epoch-crossbeam`
-//! fast append took 126-147 ns in one criterion run and 188-218 ns in the
-//! next). Here each round times [`PAIRED_BUILDS`] fixtures of each path,
+//! that ratio moves with the phase (an example: `papers/choices.md`). Here
+//! each round times [`PAIRED_BUILDS`] fixtures of each path,
 //! each built (untimed) right before it runs, fast and general fixture `i`
 //! back to back in an order that flips with `i`, so both paths of a round run
 //! within a millisecond or so of each other; the round's ratio is the general

@@ -16,18 +16,13 @@
 //! removals since the last one, so each costs O(1) amortized.
 //!
 //! Why per batch. Checking for room before each insert and for sparseness
-//! after each removal took 14 and 11 instructions per block on the shared
-//! Mooncake trace; checked once per event, the trace's `apply_event` ran
-//! 8.3% fewer instructions under the RwLock gate (callgrind; commit message
-//! of a8b6825).
+//! after each removal costs a few instructions per block on every event;
+//! checking once per event costs them once (measured: `papers/choices.md`).
 //!
 //! A table that grew by inserts alone (no tombstones: its live entries fill
 //! its whole capacity) is left to double by itself instead, which moves each
-//! entry without the duplicate check a re-insert makes. In `tail_append`,
-//! whose lane table grows during the timed events, re-inserting took 142 of
-//! the 1,227 instructions of a one-block `epoch-seize` fast append at edge
-//! 16; with the table's own doubling the append takes 1,157 (callgrind;
-//! commit message of 9cbb7bc, which also changed `SlotBits::has_other_than`).
+//! entry without the duplicate check a re-insert makes, a visible share of a
+//! fast append whose lane table grows (measured: `papers/choices.md`).
 
 use super::lane::NodeId;
 use super::slots::CachedSlot;
@@ -181,10 +176,9 @@ impl RankTable {
 ///
 /// One event looks its rank up several times (its slot, the parent's entry,
 /// the upsert, each removed hash), and a probe of a hash map keyed by rank
-/// costs about 60 instructions (callgrind, `crtc compare --workload chat`;
-/// commit message of 4ff65b9). The tables live in
-/// a vector with a map from rank to position, and the position found last
-/// is kept and checked against the rank stored there, so every lookup of
+/// costs tens of instructions (measured: `papers/choices.md`). The tables
+/// live in a vector with a map from rank to position, and the position
+/// found last is kept and checked against the rank stored there, so every lookup of
 /// an event after its first is a compare. A stale position (its table
 /// removed or moved) fails the check and falls back to the map.
 #[derive(Debug, Default)]

@@ -227,12 +227,10 @@ impl EdgeIndex {
 /// The neighbour of `near` at which `holds` is true, `near - 1` first, then
 /// `near + 1`: removal runs visit neighbouring positions, so every gate's
 /// `position_near` asks this before its position table. Eviction removes a
-/// sequence's blocks tail first, so the run mostly descends: checking
-/// `near - 1` first took the Mooncake trace's RwLock rows from 763.1 M to
-/// 751.4 M instructions (callgrind, `Tree::apply_event`). Written out
-/// rather than as an iterator over the two candidates, which the compiler
-/// left as a loop over an array of options costing 48 instructions a call
-/// (the same rows: 80.2 M in 1.67 M calls).
+/// sequence's blocks tail first, so the run mostly descends and `near - 1`
+/// hits first. Written out rather than as an iterator over the two
+/// candidates, which the compiler left as a loop over an array of options
+/// (both measured: `papers/choices.md`).
 #[inline]
 pub fn neighbour_holding(near: usize, holds: impl Fn(usize) -> bool) -> Option<usize> {
     if near > 0 && holds(near - 1) {

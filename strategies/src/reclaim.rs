@@ -134,13 +134,11 @@ unsafe impl Reclaim for EpochReclaim {
 /// Retired objects a thread gathers before seize hands them over as one
 /// batch (seize's default is 32). Every batch costs a pass over the active
 /// threads and the last thread to leave frees the whole batch, so small
-/// batches cost CPU on the lane and bursts of frees on readers. Measured
-/// with `crtc compare` (two interleaved runs each, default settings): at 128
-/// the epoch-seize fast row's lane CPU per event fell from 771-823 to
-/// 558-585 ns on chat and from 2,557-3,123 to 2,194-2,303 on the Mooncake
-/// trace, and its capacity-mode reader p99 on chat from 8.4-8.5 µs to
-/// 833-851 ns; at 8 the lane CPU doubled. The cost is up to 128 retired
-/// objects per thread held a little longer.
+/// batches cost CPU on the lane and bursts of frees on readers: with
+/// `crtc compare`, 128 cut the epoch-seize rows' lane CPU and their readers'
+/// p99 against the default, and a smaller batch raised the lane CPU (the
+/// runs: `papers/choices.md`). The cost is up to 128 retired objects per
+/// thread held a little longer.
 #[cfg(feature = "seize")]
 const SEIZE_BATCH: usize = 128;
 

@@ -99,8 +99,8 @@ impl<'a> Writer<'a> {
     }
 
     /// What the gate must publish for this section; the writer is spent.
-    /// (By reference: moving the writer into a call copied it whole, 6% of
-    /// a one-block fast append's samples.)
+    /// (By reference: moving the writer into a call copied it whole, a
+    /// visible share of a one-block fast append; `papers/choices.md`.)
     pub(super) fn finish(&mut self) -> Publish {
         let cur = self.cur;
         let cover_changed = self.draft.as_ref().is_some_and(|d| *d != cur.cover);

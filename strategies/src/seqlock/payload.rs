@@ -367,7 +367,7 @@ impl<'a, R: Reclaim> Writer<'a, R> {
     /// Whether a slot other than `slot` is full (a decode append by `slot`
     /// would demote it): the inline words, then the chunks only if any are
     /// published. The generic `has_other_full` asked each word through
-    /// `full_word`, about 54 instructions a call on the `tail_append` bench.
+    /// `full_word`, which cost a fast append dearly (`papers/choices.md`).
     pub(super) fn others_full(&self, slot: Slot) -> bool {
         let (own_word, own_bit) = (slot.index() / 64, 1u64 << (slot.index() % 64));
         let others = |index: usize, word: u64| {

@@ -27,7 +27,7 @@
 //!   gate's snapshot without a plan bump or an exclusive section). A's read
 //!   must credit A's own block (read-your-writes): a reader holding the
 //!   snapshot from before B's raise must not trust that snapshot's shorter
-//!   length (the race fixed in 4bb9381).
+//!   length (a race the epoch gate once had; `papers/protocols.md` §4, §5).
 //!
 //! In L2–L4 a reader thread reads queries while the writers run ([`Reads`]
 //! says which); each read must stay within its bounds (`ReadBounds`): at
