@@ -12,7 +12,9 @@
 //!   that schedule sweeps on their own threads instead of an indexer's lanes;
 //! - the tree's shape and slot lookups ([`TreeHooks::topology`],
 //!   [`NodeInfo`], [`TreeHooks::slot_of`], [`TreeHooks::is_release_pending`]);
-//! - a lane's lookups and reclamation tally ([`LaneHooks`], [`Tally`]).
+//! - a lane's lookups and reclamation tally ([`LaneHooks`], [`Tally`]);
+//! - the indexer's lane threads and sticky routing ([`LaneThreads`]): the
+//!   global-lock baseline of the benchmarks runs behind them.
 //!
 //! Import the traits (`use crtc::harness::{LaneHooks, TreeHooks};`) to call
 //! the hooks as methods.
@@ -21,6 +23,7 @@ use crate::types::WorkerWithDpRank;
 use crate::{Lane, SweepStats, Tree};
 use crtc_strategies::ShapeGate;
 
+pub use crate::lanes::LaneThreads;
 pub use crate::tree::{
     CachedSlot, NodeInfo, SlotRegistry, SlotTable, SweepClaim, SweepReason, SweepTrigger, Tally,
     FOLD_THRESHOLD,

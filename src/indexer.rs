@@ -4,7 +4,8 @@
 //! lookups) and applies events from its FIFO channel. Every rank is routed to
 //! one lane, chosen round-robin the first time the rank is seen and kept for
 //! the indexer's lifetime, so one rank's events apply in order while lanes
-//! change shared nodes concurrently. Reads (`find_matches`, `dump_events`) run
+//! change shared nodes concurrently (the threads and the routing are
+//! `lanes`). Reads (`find_matches`, `dump_events`) run
 //! inline on the caller's thread. `flush` sends a marker down every lane and
 //! waits for each to answer, so everything enqueued before it has been
 //! applied. Rank removal first has every lane drop the target's lookups (and
@@ -19,16 +20,15 @@
 //! enqueued on, or gives the claim back if the lane is gone. A lane about to
 //! block on an empty queue also checks the timer and runs a due sweep itself.
 
+use crate::lanes::LaneThreads;
 use crate::tree::{EventOutcome, Lane, LaneCounters, SweepClaim, SweepStats, Tree, TreeConfig};
 use crate::types::{
     ExternalSequenceBlockHash, IndexerError, KvError, LocalBlockHash, MatchDetails, OverlapScores,
     RouterEvent, WorkerId, WorkerWithDpRank,
 };
-use crtc_strategies::sync::atomic::{AtomicUsize, Ordering};
 use crtc_strategies::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
-use crtc_strategies::sync::{thread, Arc, Mutex};
+use crtc_strategies::sync::Arc;
 use crtc_strategies::{RwLockGate, ShapeGate};
-use rustc_hash::FxHashMap;
 
 /// Which ranks a removal targets.
 #[derive(Clone, Copy, Debug)]
@@ -64,12 +64,6 @@ enum Task {
     Sweep(SweepClaim),
 }
 
-struct LaneHandle {
-    tasks: Sender<Task>,
-    counters: Arc<LaneCounters>,
-    thread: Option<thread::JoinHandle<()>>,
-}
-
 /// Indexer settings.
 #[derive(Clone, Debug)]
 pub struct IndexerConfig {
@@ -90,10 +84,11 @@ impl Default for IndexerConfig {
 
 /// Lane threads applying events to one shared tree.
 pub struct Indexer<G: ShapeGate = RwLockGate> {
+    // First, so dropping the indexer joins the lanes before its hold on the
+    // tree goes: the tree is freed on the caller's thread.
+    lanes: LaneThreads<Task>,
+    counters: Vec<Arc<LaneCounters>>,
     tree: Arc<Tree<G>>,
-    lanes: Vec<LaneHandle>,
-    routes: Mutex<FxHashMap<WorkerWithDpRank, usize>>,
-    next_lane: AtomicUsize,
 }
 
 fn run_lane<G: ShapeGate>(tree: Arc<Tree<G>>, mut lane: Lane<G>, tasks: Receiver<Task>) {
@@ -149,28 +144,17 @@ impl<G: ShapeGate> Indexer<G> {
     /// Starts `config.lanes` lane threads over a new tree.
     pub fn new(config: IndexerConfig) -> Self {
         let tree = Arc::new(Tree::new(config.tree));
-        let lanes = (0..config.lanes.max(1))
-            .map(|index| {
-                let lane = tree.new_lane();
-                let counters = Arc::clone(lane.counters());
-                let (tasks, receiver) = channel();
-                let shared = Arc::clone(&tree);
-                let thread = thread::Builder::new()
-                    .name(format!("crtc-lane-{index}"))
-                    .spawn(move || run_lane(shared, lane, receiver))
-                    .ok();
-                LaneHandle {
-                    tasks,
-                    counters,
-                    thread,
-                }
-            })
-            .collect();
+        let mut counters = Vec::new();
+        let lanes = LaneThreads::spawn(config.lanes, "crtc-lane-", |_| {
+            let lane = tree.new_lane();
+            counters.push(Arc::clone(lane.counters()));
+            let shared = Arc::clone(&tree);
+            move |tasks| run_lane(shared, lane, tasks)
+        });
         Self {
-            tree,
             lanes,
-            routes: Mutex::new(FxHashMap::default()),
-            next_lane: AtomicUsize::new(0),
+            counters,
+            tree,
         }
     }
 
@@ -181,32 +165,22 @@ impl<G: ShapeGate> Indexer<G> {
 
     /// Counters of every lane.
     pub fn lane_counters(&self) -> Vec<Arc<LaneCounters>> {
-        self.lanes.iter().map(|l| Arc::clone(&l.counters)).collect()
+        self.counters.clone()
     }
 
     fn lane_of(&self, rank: WorkerWithDpRank) -> usize {
-        *self.routes.lock().entry(rank).or_insert_with(|| {
-            // Relaxed: only spreads ranks over lanes; the map lock orders the rest.
-            self.next_lane.fetch_add(1, Ordering::Relaxed) % self.lanes.len()
-        })
-    }
-
-    fn send(&self, lane: usize, task: Task) -> Result<(), IndexerError> {
-        self.lanes[lane]
-            .tasks
-            .send(task)
-            .map_err(|_| IndexerError::Closed)
+        self.lanes.lane_of(rank)
     }
 
     /// Enqueues `task` on `lane`, then schedules a stale-leaf sweep there if
     /// one is due.
     fn enqueue(&self, lane: usize, task: Task) -> Result<(), IndexerError> {
-        self.send(lane, task)?;
+        self.lanes
+            .send(lane, task)
+            .map_err(|_| IndexerError::Closed)?;
         if let Some(claim) = self.tree.sweep_due_by_volume() {
-            if let Err(unsent) = self.lanes[lane].tasks.send(Task::Sweep(claim)) {
-                if let Task::Sweep(claim) = unsent.0 {
-                    self.tree.cancel_sweep(claim);
-                }
+            if let Err(Task::Sweep(claim)) = self.lanes.send(lane, Task::Sweep(claim)) {
+                self.tree.cancel_sweep(claim);
             }
         }
         Ok(())
@@ -263,19 +237,7 @@ impl<G: ShapeGate> Indexer<G> {
 
     /// Waits until every event enqueued before the call has been applied.
     pub fn flush(&self) {
-        self.broadcast(Task::Flush);
-    }
-
-    fn broadcast(&self, task: impl Fn(Sender<()>) -> Task) {
-        let acks: Vec<_> = (0..self.lanes.len())
-            .filter_map(|lane| {
-                let (ack, done) = channel();
-                self.send(lane, task(ack)).ok().map(|()| done)
-            })
-            .collect();
-        acks.into_iter().for_each(|done| {
-            let _ = done.recv();
-        });
+        self.lanes.broadcast(Task::Flush);
     }
 
     /// Scores every rank against `query` (runs on the caller's thread).
@@ -305,19 +267,7 @@ impl<G: ShapeGate> Indexer<G> {
     }
 
     fn remove_ranks(&self, target: RankFilter) {
-        self.broadcast(|ack| Task::DropRanks(target, ack));
+        self.lanes.broadcast(|ack| Task::DropRanks(target, ack));
         self.tree.release_ranks(&|rank| target.matches(rank));
-    }
-}
-
-impl<G: ShapeGate> Drop for Indexer<G> {
-    fn drop(&mut self) {
-        for lane in &mut self.lanes {
-            let (closed, _) = channel();
-            lane.tasks = closed;
-            if let Some(thread) = lane.thread.take() {
-                let _ = thread.join();
-            }
-        }
     }
 }

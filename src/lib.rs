@@ -96,6 +96,7 @@
 #[doc(hidden)]
 pub mod harness;
 mod indexer;
+mod lanes;
 mod tree;
 pub mod types;
 #[cfg(feature = "epoch")]

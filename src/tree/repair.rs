@@ -16,6 +16,7 @@ use crate::types::ExternalSequenceBlockHash;
 use crtc_strategies::sync::Arc;
 use crtc_strategies::{ShapeGate, ShapeRead};
 use std::collections::VecDeque;
+use std::ops::Range;
 
 /// Which entries a successful repair moves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,7 +47,11 @@ impl<G: ShapeGate> Tree<G> {
             .collect();
         while let Some(node) = queue.pop_front() {
             if let Some(pos) = node.gate.read_in(guard, |s| s.position(hash)) {
-                self.redirect_repaired(lane, stale, &node, pos, direction, guard);
+                let range = |covered: usize| match direction {
+                    Direction::TowardTail => pos..covered.max(pos),
+                    Direction::TowardHead => 0..pos.min(covered),
+                };
+                self.redirect_entries(lane, stale, &node, range, guard);
                 return Some(node);
             }
             queue.extend(node.children.snapshot(guard).into_iter().map(|(_, c)| c));
@@ -54,13 +59,16 @@ impl<G: ShapeGate> Tree<G> {
         None
     }
 
-    fn redirect_repaired(
+    /// Moves this lane's entries that still name `from` onto `to`: for each
+    /// rank of the lane, the entries of the blocks at the positions of `to`'s
+    /// edge in `range(covered)`, where `covered` is the rank's coverage
+    /// there (repairs, and the splitting lane's own redirect after a split).
+    pub(super) fn redirect_entries(
         &self,
         lane: &mut Lane<G>,
-        stale: &Node<G>,
-        resolved: &Arc<Node<G>>,
-        pos: usize,
-        direction: Direction,
+        from: &Node<G>,
+        to: &Arc<Node<G>>,
+        range: impl Fn(usize) -> Range<usize>,
         guard: &Guard<G>,
     ) {
         let table = self.slots.table(guard);
@@ -69,19 +77,15 @@ impl<G: ShapeGate> Tree<G> {
             .filter_map(|r| table.slot(r).map(|s| (r, s)))
             .collect();
         let mut moves = Vec::new();
-        resolved.gate.read_in(guard, |s| {
+        to.gate.read_in(guard, |s| {
             moves.clear();
             for &(rank, slot) in &ranks {
-                let covered = s.covered_len(slot);
-                let range = match direction {
-                    Direction::TowardTail => pos..covered.max(pos),
-                    Direction::TowardHead => 0..pos.min(covered),
-                };
-                moves.extend(range.map(|p| (rank, s.pair(p).external)));
+                let positions = range(s.covered_len(slot));
+                moves.extend(positions.map(|p| (rank, s.pair(p).external)));
             }
         });
         for (rank, hash) in moves {
-            lane.redirect(rank, hash, stale, resolved);
+            lane.redirect(rank, hash, from, to);
         }
     }
 }

@@ -193,20 +193,6 @@ impl<G: ShapeGate> Tree<G> {
         if lane.id_of(prefix).is_none() {
             return;
         }
-        let table = self.slots.table(guard);
-        let ranks: Vec<_> = lane
-            .ranks()
-            .filter_map(|r| table.slot(r).map(|s| (r, s)))
-            .collect();
-        let mut moves = Vec::new();
-        suffix.gate.read_in(guard, |s| {
-            moves.clear();
-            for &(rank, slot) in &ranks {
-                moves.extend((0..s.covered_len(slot)).map(|pos| (rank, s.pair(pos).external)));
-            }
-        });
-        for (rank, hash) in moves {
-            lane.redirect(rank, hash, prefix, suffix);
-        }
+        self.redirect_entries(lane, prefix, suffix, |covered| 0..covered, guard);
     }
 }

@@ -1,6 +1,6 @@
 //! The global-lock baseline: what a user would write first. One [`Mutex`]
-//! around a plain, *uncompressed* radix tree, with the same lane threads in
-//! front of it as the real indexer.
+//! around a plain, *uncompressed* radix tree, behind the real indexer's lane
+//! threads and routing (`crtc::harness::LaneThreads`).
 //!
 //! Structure. One node per block, keyed under its parent by local hash; per
 //! node the ranks holding that block (with a count of the rank's external
@@ -23,14 +23,15 @@
 
 use crate::compare::measurement::measure::ThreadCpu;
 use crate::compare::subjects::backend::{Backend, BackendStats};
+use crtc::harness::LaneThreads;
 use crtc::types::{
     ExternalSequenceBlockHash, KvCacheEventData, KvError, LocalBlockHash, OverlapScores,
     RouterEvent, WorkerId, WorkerWithDpRank,
 };
 use crtc::Refusal;
-use crtc_strategies::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use crtc_strategies::sync::mpsc::{channel, Receiver, Sender};
-use crtc_strategies::sync::{thread, Arc, Mutex};
+use crtc_strategies::sync::atomic::{AtomicU64, Ordering};
+use crtc_strategies::sync::mpsc::{Receiver, Sender};
+use crtc_strategies::sync::{Arc, Mutex};
 use rustc_hash::FxHashMap;
 
 const ROOT: u32 = 0;
@@ -284,19 +285,12 @@ struct LaneCount {
     refusals: [AtomicU64; Refusal::ALL.len()],
 }
 
-struct LaneHandle {
-    tasks: Option<Sender<Task>>,
-    count: Arc<LaneCount>,
-    thread: Option<thread::JoinHandle<()>>,
-}
-
-/// Lane threads in front of one [`Mutex`]-guarded [`BaselineTree`]; ranks are
-/// routed to lanes round-robin on first sight, as in the real indexer.
+/// Lane threads in front of one [`Mutex`]-guarded [`BaselineTree`]: the
+/// real indexer's lanes, so ranks are routed to lanes as there.
 pub struct GlobalLockIndexer {
+    lanes: LaneThreads<Task>,
+    counts: Vec<Arc<LaneCount>>,
     tree: Arc<Mutex<BaselineTree>>,
-    lanes: Vec<LaneHandle>,
-    routes: Mutex<FxHashMap<WorkerWithDpRank, usize>>,
-    next_lane: AtomicUsize,
     cpu: ThreadCpu,
 }
 
@@ -337,57 +331,40 @@ impl GlobalLockIndexer {
     pub fn new(lanes: usize) -> Self {
         let cpu = ThreadCpu::start();
         let tree = Arc::new(Mutex::new(BaselineTree::new()));
-        let lanes = (0..lanes.max(1))
-            .map(|index| {
-                let count = Arc::new(LaneCount {
-                    applied: AtomicU64::new(0),
-                    stores: AtomicU64::new(0),
-                    errors: AtomicU64::new(0),
-                    refusals: Refusal::ALL.map(|_| AtomicU64::new(0)),
-                });
-                let (tasks, receiver) = channel();
-                let (shared, counted) = (Arc::clone(&tree), Arc::clone(&count));
-                let thread = thread::Builder::new()
-                    .name(format!("{LANE_THREAD_PREFIX}{index}"))
-                    .spawn(move || run_lane(shared, receiver, counted))
-                    .ok();
-                LaneHandle {
-                    tasks: Some(tasks),
-                    count,
-                    thread,
-                }
-            })
-            .collect();
+        let mut counts = Vec::new();
+        let lanes = LaneThreads::spawn(lanes, LANE_THREAD_PREFIX, |_| {
+            let count = Arc::new(LaneCount {
+                applied: AtomicU64::new(0),
+                stores: AtomicU64::new(0),
+                errors: AtomicU64::new(0),
+                refusals: Refusal::ALL.map(|_| AtomicU64::new(0)),
+            });
+            counts.push(Arc::clone(&count));
+            let shared = Arc::clone(&tree);
+            move |tasks| run_lane(shared, tasks, count)
+        });
         Self {
-            tree,
             lanes,
-            routes: Mutex::new(FxHashMap::default()),
-            next_lane: AtomicUsize::new(0),
+            counts,
+            tree,
             cpu,
         }
     }
 
-    fn lane_of(&self, rank: WorkerWithDpRank) -> usize {
-        *self.routes.lock().entry(rank).or_insert_with(|| {
-            // Relaxed: only spreads ranks over lanes; the map lock orders the rest.
-            self.next_lane.fetch_add(1, Ordering::Relaxed) % self.lanes.len()
-        })
-    }
-
     fn sum(&self, f: impl Fn(&LaneCount) -> &AtomicU64) -> u64 {
         // Relaxed: statistics only.
-        self.lanes
+        self.counts
             .iter()
-            .map(|l| f(&l.count).load(Ordering::Relaxed))
+            .map(|c| f(c).load(Ordering::Relaxed))
             .sum()
     }
 }
 
 impl Backend for GlobalLockIndexer {
     fn apply(&self, event: RouterEvent) {
-        if let Some(tasks) = &self.lanes[self.lane_of(event.rank())].tasks {
-            let _ = tasks.send(Task::Event(event));
-        }
+        let _ = self
+            .lanes
+            .send(self.lanes.lane_of(event.rank()), Task::Event(event));
     }
 
     fn remove_worker(&self, worker: WorkerId) {
@@ -396,21 +373,7 @@ impl Backend for GlobalLockIndexer {
     }
 
     fn flush(&self) {
-        let acks: Vec<_> = self
-            .lanes
-            .iter()
-            .filter_map(|lane| {
-                let (ack, done) = channel();
-                lane.tasks
-                    .as_ref()?
-                    .send(Task::Flush(ack))
-                    .ok()
-                    .map(|()| done)
-            })
-            .collect();
-        acks.into_iter().for_each(|done| {
-            let _ = done.recv();
-        });
+        self.lanes.broadcast(Task::Flush);
     }
 
     fn find_matches(&self, query: &[LocalBlockHash]) -> OverlapScores {
@@ -435,19 +398,6 @@ impl Backend for GlobalLockIndexer {
             cpu_clock,
             footprint: Some(tree.footprint()),
             memberships: Some(tree.membership_count()),
-        }
-    }
-}
-
-impl Drop for GlobalLockIndexer {
-    fn drop(&mut self) {
-        self.lanes
-            .iter_mut()
-            .for_each(|lane| drop(lane.tasks.take()));
-        for lane in &mut self.lanes {
-            if let Some(thread) = lane.thread.take() {
-                let _ = thread.join();
-            }
         }
     }
 }
