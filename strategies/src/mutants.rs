@@ -1,12 +1,12 @@
 //! Deliberately broken variants of each strategy (the RwLock gate's decode
 //! append, the seqlock gate's fences, version bumps and retirement, the
 //! epoch gate's publication, retirement, writer exclusion and reader
-//! length rule) and of the tree's sweep (its claim, checked in
-//! `crtc::tree::sweep`, and its frees, checked in `crtc::tree::children`)
-//! and of the lanes' cached rank slots (checked in `crtc::tree::slots`),
-//! compiled only into model-checker builds and selected at run time, so one
-//! checker build runs every negative control. The seqlock and epoch hooks
-//! are `mutant!(Name)` checks at the mutation points in their modules.
+//! length rule) and of the tree's sweep (its claim, in `crtc`'s
+//! `tree::scheduler`, and its frees, in `tree::children`) and of the lanes'
+//! cached rank slots (in `tree::slots`), compiled only into model-checker
+//! builds and selected at run time, so one checker build runs every
+//! negative control. Every mutation point, in the gates and in the tree, is
+//! a `mutant!(Name)` check.
 //!
 //! Each variant's doc names the property whose check must fail on it. A
 //! model that does not fail on a mutant is too weak; the verification
@@ -108,7 +108,7 @@ pub enum Mutant {
     EpochReadsReplacedSnapshotLength = 20,
     /// Rank slots: a lane's cached slot is used without checking the unmap
     /// count, so a rank removed elsewhere keeps writing with its old slot
-    /// (checked in `crtc::tree::slots`). Must fail `slot-owned`.
+    /// (checked in `crtc`'s `tree::slots`). Must fail `slot-owned`.
     SlotCacheIgnoresUnmaps = 21,
     /// Rank slots: a cached slot is stamped with the unmap count read after
     /// the mapping lookup instead of before, so an unmap the lookup missed
