@@ -225,9 +225,9 @@ pub struct Report {
 /// What the tables' units and columns mean.
 pub const LEGEND: &str = "times in ns; read = find_matches service time during the run; \
 read-only = the same lookups on the drained final tree with no writer; \
-restarts/read and fallbacks: lookups' retries over the run (seqlock: optimistic \
-restarts and writer-lock fallbacks; epoch: reads re-run under the node mutex, no restarts; \
-writers' plans counted apart)";
+restarts/read and fallbacks: lookups' retries over the run, as each gate reports them \
+(seqlock: optimistic restarts and writer-lock fallbacks; epoch: reads re-run under the node \
+mutex, no restarts; rwlock: none, its readers lock; writers' plans counted apart)";
 
 fn rate(value: Option<f64>) -> String {
     match value {
