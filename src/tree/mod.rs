@@ -180,24 +180,26 @@ impl<G: ShapeGate> Tree<G> {
                 blocks,
             } => self
                 .apply_stored(lane, rank, *parent_hash, blocks)
-                .map(EventOutcome::Stored),
-            KvCacheEventData::Removed { block_hashes } => self
-                .apply_removed(lane, rank, block_hashes)
-                .map(|()| EventOutcome::Removed),
+                .map(|outcome| {
+                    let counters = lane.counters();
+                    counters.stores.add(1);
+                    counters.duplicate_stores.add(outcome.duplicate as u64);
+                    EventOutcome::Stored(outcome)
+                }),
+            KvCacheEventData::Removed { block_hashes } => {
+                self.apply_removed(lane, rank, block_hashes).map(|()| {
+                    lane.counters().removals.add(1);
+                    EventOutcome::Removed
+                })
+            }
             KvCacheEventData::Cleared => {
                 self.apply_cleared(lane, rank);
+                lane.counters().clears.add(1);
                 Ok(EventOutcome::Cleared)
             }
         };
-        let counters = lane.counters();
-        match &result {
-            Ok(EventOutcome::Stored(outcome)) => {
-                counters.stores.add(1);
-                counters.duplicate_stores.add(outcome.duplicate as u64);
-            }
-            Ok(EventOutcome::Removed) => counters.removals.add(1),
-            Ok(EventOutcome::Cleared) => counters.clears.add(1),
-            Err(error) => counters.refuse(error),
+        if let Err(error) = &result {
+            lane.counters().refuse(error);
         }
         self.fold_tally(lane, false);
         result
