@@ -20,6 +20,10 @@ choose_filter() {
     esac
 }
 
+# The packages whose test binaries hold checker suites: the verification
+# crate, and each gate crate outside crtc-strategies (gates/).
+suite_packages=(-p crtc-verification -p crtc-mutex-gate)
+
 # run_suites LOG TEST...: builds the test binaries once with every strategy
 # (the build time lands in `build`), then runs each with --nocapture and
 # `filter`, appending its output to LOG. A failing test fails the script.
@@ -28,10 +32,10 @@ run_suites() {
     shift
     for test in "$@"; do args+=(--test "$test"); done
     local start=$SECONDS
-    cargo test -p crtc-verification --release --features all-strategies "${args[@]}" --no-run 2>&1 | tail -n 3
+    cargo test "${suite_packages[@]}" --release --features all-strategies "${args[@]}" --no-run 2>&1 | tail -n 3
     build=$((SECONDS - start))
     for test in "$@"; do
-        cargo test -p crtc-verification --release --features all-strategies --test "$test" -- \
+        cargo test "${suite_packages[@]}" --release --features all-strategies --test "$test" -- \
             --nocapture "${filter[@]}" 2>&1 | tee -a "$log"
     done
 }

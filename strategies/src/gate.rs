@@ -31,10 +31,24 @@ use crate::hash::{BlockPair, ExternalSequenceBlockHash, Slot};
 use crate::reclaim::Reclaim;
 use crate::shape::{ShapeInit, ShapeRead, ShapeWrite};
 
-/// A shape version: the token a plan carries to its commit. Only a gate's
-/// `plan` makes one, so a commit cannot be handed a forged version.
+/// A shape version: the token a plan carries to its commit. Gates make
+/// versions in `plan` (from a per-node counter they keep) and compare them
+/// in their commits; the tree only carries one from a plan to its commit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Version(pub(crate) u64);
+
+impl Version {
+    /// The version with counter value `raw`, for a gate's `plan` (the
+    /// gates of other crates build theirs with it).
+    pub const fn new(raw: u64) -> Self {
+        Self(raw)
+    }
+
+    /// The counter value, for a gate's commit to compare.
+    pub const fn get(self) -> u64 {
+        self.0
+    }
+}
 
 /// How a gate's readers synchronize with its writers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -31,6 +31,7 @@
 pub mod backends;
 pub mod catalog;
 pub mod chain;
+pub mod gate_suite;
 pub mod harness;
 #[cfg(crtc_checker)]
 pub mod models;
@@ -50,6 +51,11 @@ pub use queries::{queries_for, STRAY_LOCAL};
 pub use rng::Rng;
 pub use stream::{cases_from_env, random_stream, stream_strategy};
 pub use tree_backends::{IndexerBackend, TreeBackend};
+
+/// proptest, for the tests [`differential_gate_tests!`] expands to in
+/// other crates.
+#[doc(hidden)]
+pub use proptest;
 
 use crate::reference::{Reference, Verdict};
 use crtc::types::{

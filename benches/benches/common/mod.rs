@@ -53,10 +53,10 @@ pub fn bench_over_builds<F>(
 }
 
 /// Calls `$bench::<G>($args)` for every gate the enabled features build,
-/// in the order of [`crtc_strategies::for_each_gate`].
+/// in the order of [`crtc_bench::for_each_bench_gate`].
 macro_rules! every_gate {
     ($bench:ident($($arg:expr),*)) => {{
-        crtc_strategies::for_each_gate!(call_bench, $bench, ($($arg),*));
+        crtc_bench::for_each_bench_gate!(call_bench, $bench, ($($arg),*));
     }};
 }
 

@@ -57,7 +57,7 @@ fn gate<G: ShapeGate>() -> Gate {
     }
 }
 
-/// One entry of [`gates`] per gate of `crtc_strategies::for_each_gate!`.
+/// One entry of [`gates`] per gate of [`for_each_bench_gate!`](crate::for_each_bench_gate).
 macro_rules! push_gate {
     ($module:ident, $gate:ty, $label:literal, $gates:ident) => {
         $gates.push(gate::<$gate>());
@@ -65,7 +65,8 @@ macro_rules! push_gate {
 }
 
 /// Every compiled gate, in report order (the order of
-/// `crtc_strategies::for_each_gate!`), each row named by its gate's
+/// [`for_each_bench_gate!`](crate::for_each_bench_gate): the gates of
+/// `crtc_strategies::for_each_gate!`, then the outside ones), each row named by its gate's
 /// [`ShapeGate::NAME`].
 pub fn gates() -> Vec<Gate> {
     let mut gates = Vec::new();
@@ -74,7 +75,7 @@ pub fn gates() -> Vec<Gate> {
 }
 
 fn push_gates(gates: &mut Vec<Gate>) {
-    crtc_strategies::for_each_gate!(push_gate, gates);
+    crate::for_each_bench_gate!(push_gate, gates);
 }
 
 /// One row of the comparison before it is measured.
@@ -186,7 +187,8 @@ mod tests {
         let expected = 1
             + usize::from(cfg!(feature = "seqlock"))
             + usize::from(cfg!(feature = "epoch"))
-            + usize::from(cfg!(feature = "seize"));
+            + usize::from(cfg!(feature = "seize"))
+            + usize::from(cfg!(feature = "mutex-gate"));
         assert_eq!(gates, expected);
         let backend = (configs[0].build)(1, true);
         backend.flush();

@@ -1,0 +1,72 @@
+//! loom models of the mutex gate, built only with `--cfg crtc_loom`, where
+//! the gate's mutex comes from loom through the sync facade. The models are
+//! the verification crate's, instantiated through its exported
+//! `loom_gate_tests!` as for the gates of `crtc-strategies`
+//! (`verification/tests/loom_rwlock.rs`): L1–L5 on the real tree, the
+//! gate-level torn-read and two-appender models, and the sweep models U1 and
+//! U2, every one over `MutexGate<GraceReclaim>` with the quarantining
+//! allocator, so a block freed while a pinned thread holds it fails the model.
+//!
+//! Negative controls (`loom_mutants_are_caught`): the generic decode-append
+//! mutants this gate honours (an append to an internal node, an append that
+//! does not invalidate older plans, checks made before the section) and the
+//! tree's `SweepFreesBeforeGrace`, each in a child process, must each fail
+//! the property named below. Knobs as in `.ci/loom.sh`
+//! (`CRTC_LOOM_PREEMPTIONS`, default 2).
+
+#![cfg(crtc_loom)]
+
+use crtc_mutex_gate::MutexGate;
+use crtc_strategies::mutants::Mutant;
+use crtc_verification::models::gate::{self, GateModel};
+use crtc_verification::models::grace::{self, GraceReclaim, QuarantineAlloc};
+use crtc_verification::models::tree::{Budget, Model, Reads};
+use crtc_verification::models::unlink::UnlinkModel;
+use crtc_verification::models::{Catch, Property, Suite};
+
+#[global_allocator]
+static ALLOC: QuarantineAlloc = QuarantineAlloc;
+
+crtc_verification::loom_explorer!(Loom);
+
+/// Every model's gate, over the grace-period reclaimer.
+type G = MutexGate<GraceReclaim>;
+
+fn suite() -> Suite {
+    assert!(
+        grace::quarantine_installed(),
+        "the quarantining allocator is not installed"
+    );
+    let budget = Budget::full(Reads::All).from_env();
+    let mut models: Vec<_> = Model::ALL
+        .iter()
+        .map(|m| m.named::<G>(Loom, budget))
+        .collect();
+    models.extend(gate::named::<G, _>(&Loom, &GateModel::ALL));
+    models.extend(UnlinkModel::ALL.iter().map(|m| m.named::<G>(Loom)));
+    Suite {
+        checker: "loom",
+        gate: "mutex",
+        models,
+    }
+}
+
+crtc_verification::loom_gate_tests! {
+    suite: suite,
+    gate: G,
+    explorer: Loom,
+    retries: || (0, 0),
+    mutants: [
+        Mutant::SkipInternalCheck,
+        Mutant::NoInvalidation,
+        Mutant::TailCheckOutsideSection,
+        Mutant::SweepFreesBeforeGrace,
+    ],
+    catchers: |mutant| match mutant {
+        Mutant::SkipInternalCheck => Catch::new(Property::ReadBounds, &["L2"]),
+        Mutant::NoInvalidation => Catch::new(Property::ReadBounds, &["L4b"]),
+        Mutant::TailCheckOutsideSection => Catch::new(Property::ReadBounds, &["L4a", "L4b"]),
+        Mutant::SweepFreesBeforeGrace => Catch::new(Property::NoFreeWhileHeld, &["U1"]),
+        other => unreachable!("{other:?} is not a mutant of this gate"),
+    },
+}
