@@ -25,19 +25,34 @@ pub(crate) struct FlagCase {
 /// file), `trace.jsonl` (a valid one-line trace) and bad files.
 pub(crate) fn flag_cases(dir: &std::path::Path) -> Vec<FlagCase> {
     let (store, ..) = good_store();
-    let file = |name: &str, text: &str| {
-        let path = dir.join(name);
-        std::fs::write(&path, text).expect("write a case file");
-        path.display().to_string()
-    };
-    let ok = file(
+    let ok = case_file(
+        dir,
         "ok.jsonl",
         &format!("{store}\n{{\"t\":\"query\",\"locals\":[1,2]}}\n"),
     );
-    let trace = file(
+    let trace = case_file(
+        dir,
         "trace.jsonl",
         "{\"input_length\": 600, \"output_length\": 100, \"hash_ids\": [1, 2]}\n",
     );
+    let mut cases = replay_cases(&trace, &ok);
+    cases.extend(older_cases(dir, &ok, &trace));
+    cases
+}
+
+/// Writes `text` to `dir/name`; returns the path.
+fn case_file(dir: &std::path::Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write a case file");
+    path.display().to_string()
+}
+
+/// The bad files of the older cases: (a plain file, a missing file, a path
+/// in a missing directory, a duplicate key, a huge output, a wrapping id,
+/// an unchained store).
+#[allow(clippy::type_complexity)]
+fn older_files(dir: &std::path::Path) -> (String, String, String, String, String, String, String) {
+    let file = |name: &str, text: &str| case_file(dir, name, text);
     let dup = file(
         "dup.jsonl",
         "{\"t\":\"query\",\"t\":\"cleared\",\"locals\":[1]}\n",
@@ -57,7 +72,97 @@ pub(crate) fn flag_cases(dir: &std::path::Path) -> Vec<FlagCase> {
     let a_file = file("plain.txt", "x");
     let missing = dir.join("no-such-file").display().to_string();
     let in_missing = dir.join("no/such/dir/out.json").display().to_string();
+    (a_file, missing, in_missing, dup, huge, wrap, unchained)
+}
+
+/// Upstream's expansion and windowed-replay flags with values no run can
+/// use, or where they do nothing (every one a usage error, exit 2).
+fn replay_cases(trace: &str, events: &str) -> Vec<FlagCase> {
+    let case = |extra: &[&str], needle: &'static str| {
+        let mut args = vec!["compare", "--trace", trace];
+        args.extend_from_slice(extra);
+        FlagCase {
+            args: args.iter().map(|a| (*a).to_owned()).collect(),
+            code: 2,
+            needle,
+        }
+    };
+    let sweep = ["--sweep", "--readers", "1", "--lanes", "1"];
+    let with_sweep = |extra: &[&str], needle| {
+        let mut args = sweep.to_vec();
+        args.extend_from_slice(extra);
+        case(&args, needle)
+    };
+    vec![
+        case(
+            &["--trace-length-factor", "0"],
+            "--trace-length-factor must be between 1",
+        ),
+        case(
+            &["--trace-duplication-factor", "5000"],
+            "--trace-duplication-factor must be between 1",
+        ),
+        case(
+            &["-d", "0"],
+            "--inference-worker-duplication-factor must be at least 1",
+        ),
+        case(&["-n", "65536", "-d", "2"], "at most 65536 ranks"),
+        case(
+            &["--trace-simulation-duration-ms", "0"],
+            "--trace-simulation-duration-ms must be",
+        ),
+        case(&["--trace-length-factor", "-1"], "unexpected argument"),
+        case(
+            &["--benchmark-duration-ms", "0", "--readers", "1"],
+            "benchmark windows",
+        ),
+        case(
+            &["--benchmark-duration-ms", "10", "--readers", "0"],
+            "--readers must be at least 1",
+        ),
+        case(
+            &["--find-matches-concurrency", "1", "--readers", "0"],
+            "--find-matches-concurrency applies only",
+        ),
+        case(
+            &["--sweep-steps", "3"],
+            "--sweep-steps applies only to --sweep",
+        ),
+        with_sweep(
+            &["--sweep-steps", "1"],
+            "--sweep-steps must be between 2 and 100",
+        ),
+        with_sweep(
+            &["--sweep-min-ms", "900", "--sweep-max-ms", "800"],
+            "is above --sweep-max-ms",
+        ),
+        with_sweep(
+            &["--benchmark-duration-ms", "100"],
+            "--benchmark-duration-ms applies only",
+        ),
+        with_sweep(&["--mode", "keepup"], "--mode applies only"),
+        with_sweep(&["--find-matches-concurrency", "999"], "at most 256"),
+        FlagCase {
+            args: ["compare", "--events", events, "--trace-length-factor", "2"]
+                .map(str::to_owned)
+                .to_vec(),
+            code: 2,
+            needle: "--trace-length-factor applies only to --trace",
+        },
+        FlagCase {
+            args: ["compare", "--sweep", "--readers", "1", "--lanes", "1"]
+                .map(str::to_owned)
+                .to_vec(),
+            code: 2,
+            needle: "give --trace PATH",
+        },
+    ]
+}
+
+/// The cases from before the windowed replay.
+fn older_cases(dir: &std::path::Path, ok: &str, trace: &str) -> Vec<FlagCase> {
     let here = dir.display().to_string();
+    let (a_file, missing, in_missing, dup, huge, wrap, unchained) = older_files(dir);
     let case = |args: &[&str], code: i32, needle: &'static str| FlagCase {
         args: args.iter().map(|a| (*a).to_owned()).collect(),
         code,

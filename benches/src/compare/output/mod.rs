@@ -3,5 +3,6 @@
 
 pub mod paper;
 pub mod plots;
+pub mod provenance;
 pub mod repeat;
 pub mod report;
