@@ -6,6 +6,7 @@ use clap::parser::ValueSource;
 use clap::{
     ArgGroup, ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum,
 };
+use crtc_bench::compare::budget::check_preset_fits;
 use crtc_bench::compare::sweep::{run_sweep, sweep_windows};
 use crtc_bench::compare::validate::{applicable_flags, prepare_dir, prepare_file};
 use crtc_bench::compare::{self, CompareError, CompareOptions, Mode, Source};
@@ -445,6 +446,7 @@ fn run_gen(args: &GenArgs, matches: &ArgMatches) -> Result<ExitCode, Failure> {
     let options = args.source.options();
     usage(compare::validate(&options))?;
     usage(applicable_flags(&options, given(matches)))?;
+    usage(check_preset_fits(&options, 1))?;
     usage(prepare_file("--out", &args.out))?;
     let workload = compare::load_workload(&options).inspect_err(|_| discard(Some(&args.out)))?;
     write_file(&args.out, |mut out| write_jsonl(&workload, &mut out))?;

@@ -7,6 +7,8 @@
 //!
 //! - [`options`](CompareOptions): what a run takes, its validation, and the
 //!   stream it names ([`load_workload`]);
+//! - [`budget`]: a preset scale too large for this machine refused up
+//!   front with the size it needs;
 //! - registry: the subjects listed once ([`gates`], [`configurations`]);
 //! - [`subjects`]: the indexes measured, behind one backend trait;
 //! - [`measurement`]: the stream split into writes and lookups, capacity and
@@ -23,6 +25,7 @@
 //! Dynamo's published CRTC is one more row and the peer of the serial
 //! cross-check.
 
+pub mod budget;
 pub mod checks;
 pub mod measurement;
 mod options;

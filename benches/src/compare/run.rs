@@ -293,6 +293,8 @@ pub fn run(options: &CompareOptions) -> Result<Report, CompareError> {
              preemption; the report says so"
         );
     }
+    // The stream, the plan's copy of it and the reference model.
+    crate::compare::budget::check_preset_fits(options, 3)?;
     let started = Instant::now();
     let workload = load_workload(options)?;
     let load = started.elapsed();
