@@ -61,7 +61,7 @@ pub fn available_bytes() -> Option<u64> {
     let headroom = limited.then(|| {
         let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
         let used = kib_field(&status, "VmSize:").unwrap_or(0);
-        (limit.rlim_cur as u64).saturating_sub(used)
+        limit.rlim_cur.saturating_sub(used)
     });
     match (free, headroom) {
         (Some(a), Some(b)) => Some(a.min(b)),

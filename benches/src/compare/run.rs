@@ -11,6 +11,7 @@ use crate::compare::checks::run_check;
 use crate::compare::measurement::plan::Plan;
 use crate::compare::measurement::{capacity, heap, keepup, measure};
 use crate::compare::options::oversubscription;
+use crate::compare::output::provenance::Provenance;
 use crate::compare::output::repeat;
 use crate::compare::output::report::{Report, Row, Settings, WorkloadInfo};
 use crate::compare::registry::selected_configurations;
@@ -395,5 +396,9 @@ pub fn run(options: &CompareOptions) -> Result<Report, CompareError> {
         git_dirty: measure::git_dirty(),
         upstream_check,
         ratios,
+        provenance: Provenance::detect(match &options.source {
+            Source::Trace(path) => Some(path.as_path()),
+            _ => None,
+        }),
     })
 }

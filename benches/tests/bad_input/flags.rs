@@ -188,7 +188,7 @@ fn older_cases(dir: &std::path::Path, ok: &str, trace: &str) -> Vec<FlagCase> {
         events(&["--workers", "4"], 2, "--workers applies only"),
         events(&["--capacity", "64"], 2, "--capacity applies only"),
         case(
-            &["compare", "--trace", &trace, "--scale", "2"],
+            &["compare", "--trace", trace, "--scale", "2"],
             2,
             "--scale applies only",
         ),
@@ -198,7 +198,7 @@ fn older_cases(dir: &std::path::Path, ok: &str, trace: &str) -> Vec<FlagCase> {
             "--unchained applies only to --events",
         ),
         case(
-            &["compare", "--trace", &trace, "--unchained"],
+            &["compare", "--trace", trace, "--unchained"],
             2,
             "--unchained applies only",
         ),
@@ -237,7 +237,7 @@ fn older_cases(dir: &std::path::Path, ok: &str, trace: &str) -> Vec<FlagCase> {
             &[
                 "gen",
                 "--events",
-                &ok,
+                ok,
                 "--seed",
                 "2",
                 "--out",
@@ -250,7 +250,7 @@ fn older_cases(dir: &std::path::Path, ok: &str, trace: &str) -> Vec<FlagCase> {
             &[
                 "gen",
                 "--events",
-                &ok,
+                ok,
                 "--scale",
                 "2",
                 "--out",
@@ -362,12 +362,12 @@ fn older_cases(dir: &std::path::Path, ok: &str, trace: &str) -> Vec<FlagCase> {
         case(&["gen", "--workload", "chat"], 2, "--out"),
         // Sources that exclude each other.
         case(
-            &["compare", "--trace", &trace, "--events", &ok],
+            &["compare", "--trace", trace, "--events", ok],
             2,
             "cannot be used with",
         ),
         case(
-            &["compare", "--workload", "chat", "--events", &ok],
+            &["compare", "--workload", "chat", "--events", ok],
             2,
             "cannot be used with",
         ),
@@ -383,7 +383,7 @@ fn older_cases(dir: &std::path::Path, ok: &str, trace: &str) -> Vec<FlagCase> {
             "cannot be used with",
         ),
         case(
-            &["compare", "--paper", &here, "--events", &ok],
+            &["compare", "--paper", &here, "--events", ok],
             2,
             "cannot be used with",
         ),
@@ -474,7 +474,7 @@ fn older_cases(dir: &std::path::Path, ok: &str, trace: &str) -> Vec<FlagCase> {
             "line 1: `blocks` item 0: external hash 1 is not the chain",
         ),
         case(
-            &["compare", "--trace", &trace, "--capacity", "4"],
+            &["compare", "--trace", trace, "--capacity", "4"],
             1,
             "line 1: the request needs 6 blocks",
         ),

@@ -12,7 +12,8 @@
 //! the three charts `W-throughput.svg`, `W-latency.svg`, `W-ratio.svg`;
 //! `targets.md` then sets the targets against the measured numbers.
 //! Every markdown file starts with the command that produced it, the
-//! machine, the git revision and the compiled features.
+//! machine, the git revision, the compiled features and the provenance of
+//! [`super::provenance`] (rustc, date, topology, kernel, allocator, trace).
 
 use crate::compare::measurement::measure::{git_dirty, git_revision};
 use crate::compare::output::plots::{command_line, write_plots, CHARTS};
@@ -62,6 +63,7 @@ fn provenance(report_like: &Report) -> String {
         }
     );
     let _ = writeln!(out, "- features: {}", report_like.features.join(", "));
+    out.push_str(&report_like.provenance.markdown());
     out
 }
 
