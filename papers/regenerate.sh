@@ -34,10 +34,12 @@ CARGO_TARGET_DIR=target/sysmalloc cargo build --release --quiet -p crtc-bench \
     --no-default-features --features all-strategies,upstream
 
 step "crtc compare --paper (mimalloc)"
-# 15 repeats: one repeat of a row drains in about 0.06-0.08 s (trace) to
-# 0.26-0.71 s (agentx), and on a shared VM one repeat's lane CPU ratio to
-# upstream ranges over 2x; targets.md judges the median of the 15 paired
-# ratios.
+# 15 repeats: one repeat of a row drains in about 0.03-0.04 s (trace; the
+# global-lock row 0.09) to 0.15-0.47 s (agentx; global-lock 1.48), each
+# row's JSON elapsed_s (the 15 repeats' total) divided by 15
+# [derived: mooncake.md @ 3af6084] [derived: agentx.md @ 3af6084], and on a
+# shared VM one repeat's lane CPU ratio to upstream ranges over 2x;
+# targets.md judges the median of the 15 paired ratios.
 ./target/release/crtc compare --paper "$scratch/results" --scale 4 --repeat 15
 step "crtc compare --paper (system allocator)"
 ./target/sysmalloc/release/crtc compare --paper "$scratch/results/system-malloc" --scale 4 --repeat 3
