@@ -201,7 +201,8 @@ def check_file(path, strict, tally, failures):
             continue
         inherits = re.match(r"\s*(\||[-*]\s|\d+\.\s)", text) is not None
         text, heading = heading + " " + text, ""
-        tags = list(TAG.finditer(text))
+        # A tag in inline code is an example, not a citation.
+        tags = list(TAG.finditer(re.sub(r"`[^`]*`", " ", text)))
         if not tags and inherits:
             tags = previous_tags
         check_paragraph(path, start, text, tags, strict, tally, failures)
