@@ -358,6 +358,24 @@ fn validate_windows(options: &CompareOptions) -> Result<(), CompareError> {
     Ok(())
 }
 
+fn validate_strategies(names: Option<&[String]>) -> Result<(), CompareError> {
+    let Some(names) = names else {
+        return Ok(());
+    };
+    let known = crate::compare::registry::strategy_names();
+    let unknown: Vec<&String> = names
+        .iter()
+        .filter(|n| !known.contains(&n.as_str()))
+        .collect();
+    if names.is_empty() || !unknown.is_empty() {
+        return Err(CompareError(format!(
+            "--strategies: unknown or missing strategy names {unknown:?}; this build has {}",
+            known.join(", ")
+        )));
+    }
+    Ok(())
+}
+
 /// Rejects options no run can use.
 pub fn validate(options: &CompareOptions) -> Result<(), CompareError> {
     let bad = |message: &str| Err(CompareError(message.to_owned()));
@@ -391,19 +409,7 @@ pub fn validate(options: &CompareOptions) -> Result<(), CompareError> {
     if !(1..=MAX_REPEAT).contains(&options.repeat) {
         return bad("--repeat must be between 1 and 50");
     }
-    if let Some(names) = &options.strategies {
-        let known = crate::compare::registry::strategy_names();
-        let unknown: Vec<&String> = names
-            .iter()
-            .filter(|n| !known.contains(&n.as_str()))
-            .collect();
-        if names.is_empty() || !unknown.is_empty() {
-            return Err(CompareError(format!(
-                "--strategies: unknown or missing strategy names {unknown:?}; this build has {}",
-                known.join(", ")
-            )));
-        }
-    }
+    validate_strategies(options.strategies.as_deref())?;
     validate_shape(options)?;
     validate_windows(options)?;
     if let (Some((busy, cores)), false) = (
