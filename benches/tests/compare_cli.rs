@@ -349,12 +349,9 @@ fn check_upstream_on_the_presets_finds_ours_exact() {
     }
 }
 
-/// Upstream's windowed replay on a small expanded trace: every row of every
-/// window names offered and achieved rates, find_matches percentiles and a
-/// kept-up verdict, and the corpus counts follow the expansion factors.
-#[test]
-fn sweep_replays_the_expanded_trace_in_every_window() {
-    let dir = scratch("sweep");
+/// A 20-request trace in `dir`: three shared first blocks, one own block
+/// each, 50 ms apart.
+fn small_trace(dir: &Path) -> PathBuf {
     let trace = dir.join("trace.jsonl");
     let lines: String = (0..20)
         .map(|i| {
@@ -366,6 +363,16 @@ fn sweep_replays_the_expanded_trace_in_every_window() {
         })
         .collect();
     std::fs::write(&trace, lines).unwrap();
+    trace
+}
+
+/// Upstream's windowed replay on a small expanded trace: every row of every
+/// window names offered and achieved rates, find_matches percentiles and a
+/// kept-up verdict, and the corpus counts follow the expansion factors.
+#[test]
+fn sweep_replays_the_expanded_trace_in_every_window() {
+    let dir = scratch("sweep");
+    let trace = small_trace(&dir);
     let json = dir.join("sweep.json");
     let output = Command::new(env!("CARGO_BIN_EXE_crtc"))
         .args(["compare", "--trace"])

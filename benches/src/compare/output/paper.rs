@@ -331,6 +331,24 @@ pub fn targets_markdown(reports: &[(&str, &Report)]) -> String {
     out
 }
 
+/// The paper's workloads: the two presets and the trace at `trace`.
+fn paper_entries(trace: &Path) -> [Entry; 3] {
+    [
+        Entry {
+            stem: "agentx",
+            source: Source::Preset("agentx".to_owned()),
+        },
+        Entry {
+            stem: "chat",
+            source: Source::Preset("chat".to_owned()),
+        },
+        Entry {
+            stem: "mooncake",
+            source: Source::Trace(trace.to_path_buf()),
+        },
+    ]
+}
+
 /// The note a workload whose trace is absent leaves in `dir`.
 fn write_skipped(dir: &Path, stem: &str, path: &Path) -> Result<PathBuf, CompareError> {
     let note = format!(
@@ -365,20 +383,7 @@ pub fn write_paper(
 ) -> Result<Vec<(String, Report)>, CompareError> {
     std::fs::create_dir_all(dir)
         .map_err(|e| CompareError(format!("cannot create {}: {e}", dir.display())))?;
-    let entries = [
-        Entry {
-            stem: "agentx",
-            source: Source::Preset("agentx".to_owned()),
-        },
-        Entry {
-            stem: "chat",
-            source: Source::Preset("chat".to_owned()),
-        },
-        Entry {
-            stem: "mooncake",
-            source: Source::Trace(trace.to_path_buf()),
-        },
-    ];
+    let entries = paper_entries(trace);
     // The tree's state is read once, before any file is written: the files
     // this run writes must not make its later reports look dirty.
     let (revision, dirty) = (git_revision(), git_dirty());
