@@ -4,7 +4,7 @@
 //! ([`crtc_verification::workload::expand`]); then for every window, longest
 //! first, every selected strategy (fast path on where it has a switch) and
 //! upstream 1.6.1 (feature `upstream`) replays the same schedule on a fresh
-//! index ([`window`](crate::compare::measurement::window)), round-robin so
+//! index ([`window`]), round-robin so
 //! the rows of one window share machine state.
 //!
 //! Each row: offered and achieved operations and block operations per
@@ -254,11 +254,7 @@ pub fn run_sweep(options: &CompareOptions) -> Result<SweepReport, CompareError> 
 }
 
 fn rate(v: f64) -> String {
-    match v {
-        v if v >= 1e6 => format!("{:.2}M", v / 1e6),
-        v if v >= 1e3 => format!("{:.1}k", v / 1e3),
-        v => format!("{v:.0}"),
-    }
+    crate::compare::output::report::rate(Some(v))
 }
 
 fn micros(ns: Option<u64>) -> String {

@@ -238,7 +238,8 @@ restarts/read and fallbacks: lookups' retries over the run (seqlock: optimistic 
 restarts and writer-lock fallbacks; epoch: reads re-run under the node mutex, no restarts; \
 writers' plans counted apart)";
 
-fn rate(value: Option<f64>) -> String {
+/// A rate as "1.23M", "45.6k" or "789"; "-" when unmeasured.
+pub(crate) fn rate(value: Option<f64>) -> String {
     match value {
         None => "-".to_owned(),
         Some(v) if v >= 1e6 => format!("{:.2}M", v / 1e6),
