@@ -7,6 +7,7 @@ use clap::{
     ArgGroup, ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum,
 };
 use crtc_bench::compare::budget::check_preset_fits;
+use crtc_bench::compare::output::sweep_plot::write_sweep_chart;
 use crtc_bench::compare::sweep::{run_sweep, sweep_windows};
 use crtc_bench::compare::validate::{applicable_flags, prepare_dir, prepare_file};
 use crtc_bench::compare::{self, CompareError, CompareOptions, Mode, Source};
@@ -400,7 +401,7 @@ fn compare_usage(args: &CompareArgs, matches: &ArgMatches) -> Result<CompareOpti
 }
 
 /// The windowed replay: one table, and its JSON (`--json`) or the paper's
-/// `mooncake-sweep.md` and `.json` (`--paper DIR`).
+/// `mooncake-sweep.md`, `.json` and `.svg` (`--paper DIR`).
 fn run_windows(options: &CompareOptions, args: &CompareArgs) -> Result<ExitCode, Failure> {
     let report = run_sweep(options).inspect_err(|_| discard(args.json.as_deref()))?;
     let markdown = report.render_markdown();
@@ -416,6 +417,11 @@ fn run_windows(options: &CompareOptions, args: &CompareArgs) -> Result<ExitCode,
     for (path, text) in outputs {
         write_file(&path, |out| writeln!(out, "{text}"))?;
         say(&format!("wrote {}\n", path.display()));
+    }
+    if let Some(dir) = &args.paper {
+        let chart = dir.join("mooncake-sweep.svg");
+        write_sweep_chart(&report, &chart)?;
+        say(&format!("wrote {}\n", chart.display()));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -6,3 +6,4 @@ pub mod plots;
 pub mod provenance;
 pub mod repeat;
 pub mod report;
+pub mod sweep_plot;
