@@ -5,7 +5,8 @@ papers/regenerate.sh's comments) against the results files they cite.
 The citation convention. A figure is a number written with a decimal point
 (`1.98`), a thousands separator (`14,952`), or directly followed by `×` or
 `%` (`2×`, `48%`); other integers (section numbers, core counts, issue
-numbers) and version strings (`1.6.1`) are not figures. A paragraph (consecutive non-blank lines; a list
+numbers) and version strings (`1.6.1`) are not figures, nor is a number
+that numbers one of the file's sections (`3.7` in "section 3.7"). A paragraph (consecutive non-blank lines; a list
 item is its own paragraph; fenced code is skipped) that states figures
 carries one tag saying where they come from:
 
@@ -54,9 +55,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PAPERS = os.path.join(ROOT, "papers")
 RESULTS = os.path.join(PAPERS, "results")
 # Files in which every figure must be cited.
-STRICT = ["profile-mooncake.md", "protocols.md", "regenerate.sh"]
+STRICT = ["profile-mooncake.md", "protocols.md", "porting.md", "regenerate.sh"]
 # Files checked only where they cite.
-PARTIAL = ["evaluation.md", "porting.md", "README.md"]
+PARTIAL = ["evaluation.md", "README.md"]
 
 FIGURE = re.compile(
     r"(?<![\w.])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+|\d+(?=\s?[×%]))(?![\d.]*\.\d)")
@@ -153,10 +154,11 @@ def check_tag(kind, name, rev, failures, where):
     return text
 
 
-def check_paragraph(path, start, text, tags, strict, tally, failures):
-    """Checks the figures of one paragraph against its `tags`."""
+def check_paragraph(path, start, text, tags, strict, tally, failures, sections=()):
+    """Checks the figures of one paragraph against its `tags`; `sections`
+    are the file's section numbers, which cross-references name."""
     where = f"{os.path.relpath(path, ROOT)}:{start}"
-    found = figures(text)
+    found = [f for f in figures(text) if f not in sections]
     if not tags:
         if found:
             tally["untagged"] += len(found)
@@ -194,6 +196,8 @@ def check_file(path, strict, tally, failures):
     """Checks every paragraph of `path`, headings joined to the paragraph
     after them and untagged tables or list items given the tags before."""
     heading, previous_tags = "", []
+    with open(path, encoding="utf-8") as f:
+        sections = set(re.findall(r"^#+\s*(\d+\.\d+)\s", f.read(), re.M))
     for start, text in paragraphs(path):
         if text.lstrip().startswith("#"):
             # A heading's section number ("### 5.4") is not a figure.
@@ -205,7 +209,7 @@ def check_file(path, strict, tally, failures):
         tags = list(TAG.finditer(re.sub(r"`[^`]*`", " ", text)))
         if not tags and inherits:
             tags = previous_tags
-        check_paragraph(path, start, text, tags, strict, tally, failures)
+        check_paragraph(path, start, text, tags, strict, tally, failures, sections)
         previous_tags = tags
 
 
