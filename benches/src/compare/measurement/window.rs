@@ -181,8 +181,10 @@ pub fn run(
     let ops = plan.ops.clone();
     let start = Instant::now() + START_DELAY;
     let stop = Arc::new(AtomicBool::new(false));
-    let stress = start_stress(&backend, plan, setup.stress, &stop)?;
     let readers = start_readers(&backend, plan, deadlines, setup, start)?;
+    // Relaxed: see stress_loop; stops the stress threads already started.
+    let stress = start_stress(&backend, plan, setup.stress, &stop)
+        .inspect_err(|_| stop.store(true, Ordering::Relaxed))?;
     let mut issued = start;
     for (op, &at) in ops.into_iter().zip(&deadlines.writes) {
         sleep_until(due(start, setup.window, at));
