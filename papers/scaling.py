@@ -150,8 +150,10 @@ def main():
     results = {}
     for lanes, readers in configs:
         results[f"{lanes}L{readers}R"] = measure(args, lanes, readers)
-        print(f"scaling: {len(results)}/{len(configs)} configurations in "
-              f"{time.monotonic() - started:.0f} s", file=sys.stderr)
+        spent = time.monotonic() - started
+        left = spent / len(results) * (len(configs) - len(results))
+        print(f"scaling: {len(results)}/{len(configs)} configurations in {spent:.0f} s, "
+              f"about {left:.0f} s left", file=sys.stderr)
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "scaling.json"), "w") as f:
         json.dump({"provenance": meta, "configurations": results}, f, indent=1)
