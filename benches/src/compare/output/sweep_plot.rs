@@ -58,7 +58,10 @@ fn bounds(rows: &[SweepRow]) -> (f64, f64) {
 fn identity_dashes(lo: f64, hi: f64) -> impl Iterator<Item = [(f64, f64); 2]> {
     let step = (hi / lo).ln() / 40.0;
     (0..40).step_by(2).map(move |i| {
-        let (a, b) = (lo * (step * i as f64).exp(), lo * (step * (i + 1) as f64).exp());
+        let (a, b) = (
+            lo * (step * i as f64).exp(),
+            lo * (step * (i + 1) as f64).exp(),
+        );
         [(a, a), (b, b)]
     })
 }
@@ -92,7 +95,9 @@ pub fn write_sweep_chart(report: &SweepReport, path: &Path) -> Result<(), Compar
             .map_err(drawing)?
             .label(name)
             .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], color.stroke_width(2)));
-        let marks = points.into_iter().map(|p| Circle::new(p, 4, color.filled()));
+        let marks = points
+            .into_iter()
+            .map(|p| Circle::new(p, 4, color.filled()));
         chart.draw_series(marks).map_err(drawing)?;
     }
     chart
@@ -103,7 +108,11 @@ pub fn write_sweep_chart(report: &SweepReport, path: &Path) -> Result<(), Compar
         .draw()
         .map_err(drawing)?;
     let footer = format!("$ {}", command_line(&report.argv));
-    root.draw(&Text::new(footer, (20, HEIGHT as i32 - 18), ("monospace", 11)))
-        .map_err(drawing)?;
+    root.draw(&Text::new(
+        footer,
+        (20, HEIGHT as i32 - 18),
+        ("monospace", 11),
+    ))
+    .map_err(drawing)?;
     root.present().map_err(drawing)
 }
