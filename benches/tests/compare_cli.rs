@@ -423,3 +423,37 @@ fn sweep_replays_the_expanded_trace_in_every_window() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--sweep --paper DIR` writes the sweep's markdown, JSON and chart, each
+/// headed by its provenance.
+#[test]
+fn sweep_paper_writes_markdown_json_and_chart() {
+    let dir = scratch("sweep-paper");
+    let trace = small_trace(&dir);
+    let out = dir.join("results");
+    let output = Command::new(env!("CARGO_BIN_EXE_crtc"))
+        .args(["compare", "--trace"])
+        .arg(&trace)
+        .args(["--lanes", "1", "--readers", "1", "--strategies", "rwlock"])
+        .args(["--sweep", "--sweep-min-ms", "20", "--sweep-max-ms", "40"])
+        .args(["--sweep-steps", "2", "--paper"])
+        .arg(&out)
+        .output()
+        .expect("run crtc");
+    assert!(output.status.success(), "{output:?}");
+    let markdown = std::fs::read_to_string(out.join("mooncake-sweep.md")).unwrap();
+    for needle in [
+        "- rustc: ",
+        "thread(s) per core",
+        "sha256 ",
+        "| rwlock | 40 |",
+    ] {
+        assert!(
+            markdown.contains(needle),
+            "{needle} missing from {markdown}"
+        );
+    }
+    assert!(out.join("mooncake-sweep.json").exists());
+    assert_svg(&out.join("mooncake-sweep.svg"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -533,7 +533,7 @@ fn escape(text: &str) -> String {
 }
 
 /// Puts `<title>` and `<desc>` right after the opening `<svg ...>` tag.
-fn add_metadata(path: &Path, title: &str, desc: &str) -> Result<(), String> {
+pub(crate) fn add_metadata(path: &Path, title: &str, desc: &str) -> Result<(), String> {
     let svg = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
     let Some(end) = svg
         .find("<svg")

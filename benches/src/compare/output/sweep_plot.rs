@@ -1,9 +1,11 @@
 //! The sweep's chart, as upstream's `mooncake_bench` draws it: achieved
 //! against offered block operations per second on log-log axes, one line
 //! per strategy across the windows, and a dashed identity line (a row on
-//! the line kept up with its offered load).
+//! the line kept up with its offered load). Like the compare charts, the
+//! SVG's `<title>` and `<desc>` name the chart and the command, machine and
+//! revision that produced it.
 
-use crate::compare::output::plots::command_line;
+use crate::compare::output::plots::{add_metadata, command_line};
 use crate::compare::sweep::{SweepReport, SweepRow};
 use crate::compare::CompareError;
 use plotters::prelude::*;
@@ -66,12 +68,31 @@ fn identity_dashes(lo: f64, hi: f64) -> impl Iterator<Item = [(f64, f64); 2]> {
     })
 }
 
+/// The SVG's `<desc>`: command, machine, revision and features.
+fn provenance(report: &SweepReport) -> String {
+    let dirty = if report.git_dirty {
+        " with uncommitted changes"
+    } else {
+        ""
+    };
+    format!(
+        "produced by: {}; machine: {} ({} cores, {}); git revision {}{dirty}; features: {}",
+        command_line(&report.argv),
+        report.machine.hostname,
+        report.machine.cores,
+        report.machine.cpu_model,
+        report.git_revision,
+        report.features.join(", "),
+    )
+}
+
 /// Writes the chart of `report` to `path`.
 pub fn write_sweep_chart(report: &SweepReport, path: &Path) -> Result<(), CompareError> {
     let root = SVGBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
     root.fill(&WHITE).map_err(drawing)?;
     let (lo, hi) = bounds(&report.rows);
     let caption = format!("{}: achieved vs offered", report.corpus.name);
+    let caption_title = caption.clone();
     let mut chart = ChartBuilder::on(&root)
         .caption(caption, ("sans-serif", 16))
         .margin(20)
@@ -114,5 +135,7 @@ pub fn write_sweep_chart(report: &SweepReport, path: &Path) -> Result<(), Compar
         ("monospace", 11),
     ))
     .map_err(drawing)?;
-    root.present().map_err(drawing)
+    root.present().map_err(drawing)?;
+    drop(root);
+    add_metadata(path, &caption_title, &provenance(report)).map_err(drawing)
 }
