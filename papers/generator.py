@@ -7,8 +7,12 @@ The revision and the tree's state are read when `provenance` is called; the
 generators call it before they write anything, so writing their output cannot
 mark the tree dirty.
 """
+import datetime
+import glob
+import hashlib
 import json
 import os
+import platform
 import subprocess
 import sys
 
@@ -36,17 +40,73 @@ def cpu_model():
     return "unknown"
 
 
+def topology():
+    """Sockets, physical cores, threads per core and whether logical cores
+    share a physical core, from /sys/devices/system/cpu (as `crtc compare`
+    reads it); a dict with "logical" only when /sys is unreadable."""
+    cpus = sorted(glob.glob("/sys/devices/system/cpu/cpu[0-9]*/topology"))
+    packages, cores = set(), set()
+    for path in cpus:
+        try:
+            with open(os.path.join(path, "physical_package_id")) as f:
+                package = f.read().strip()
+            with open(os.path.join(path, "core_id")) as f:
+                cores.add((package, f.read().strip()))
+            packages.add(package)
+        except OSError:
+            return {"logical": os.cpu_count()}
+    logical = len(cpus) or os.cpu_count()
+    physical = max(len(cores), 1)
+    return {"logical": logical, "sockets": len(packages), "cores": physical,
+            "threads_per_core": logical // physical, "smt_siblings": logical > physical}
+
+
+def describe_topology(t):
+    if "cores" not in t:
+        return f"{t['logical']} logical cores (topology unreadable)"
+    share = ("logical cores share physical cores (SMT siblings)" if t["smt_siblings"]
+             else "no two logical cores share a physical core")
+    return (f"{t['sockets']} socket(s), {t['cores']} physical core(s), "
+            f"{t['threads_per_core']} thread(s) per core, {t['logical']} logical: {share}")
+
+
+def trace_origin(path):
+    """`path`, its SHA-256 and the paragraph of the README beside it that
+    names it (the trace's origin)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    origin = "unrecorded"
+    readme = os.path.join(os.path.dirname(path), "README.md")
+    if os.path.exists(readme):
+        with open(readme) as f:
+            for paragraph in f.read().split("\n\n"):
+                if os.path.basename(path) in paragraph and not paragraph.startswith("#"):
+                    origin = " ".join(paragraph.split())
+                    break
+    return f"{os.path.basename(path)}, sha256 {digest.hexdigest()} (origin: {origin})"
+
+
 def provenance(script, argv, **fields):
-    """Command, revision, rustc, machine and features of this run, with the
-    generator's own `fields` (in order) before the features."""
+    """Command, revision, rustc, date, machine, topology, kernel, allocator
+    and features of this run, with the generator's own `fields` (in order)
+    before the features (a field named like a standard one replaces it)."""
     revision = run(["git", "rev-parse", "HEAD"]).strip()
     dirty = bool(run(["git", "status", "--porcelain", "--untracked-files=no"]).strip())
-    return {
+    standard = {
         "command": f"python3 papers/{script} " + " ".join(argv),
         "revision": revision + (" (with uncommitted changes)" if dirty else ""),
         "rustc": run(["rustc", "-V"]).strip(),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "machine": f"{os.cpu_count()} logical cores, {cpu_model()}, 1-minute load average "
                    f"{os.getloadavg()[0]:.2f} at start",
+        "topology": describe_topology(topology()),
+        "kernel": platform.release(),
+        "allocator": "mimalloc (crtc-bench's default feature mimalloc)",
+    }
+    return {
+        **standard,
         **fields,
         "features": FEATURES + " (plus crtc-bench's default feature mimalloc: the allocator)",
     }
@@ -76,6 +136,14 @@ def workloads(script, names, scale, trace):
             yield name, ["--trace", trace]
         else:
             print(f"{script}: no trace at {trace}; skipped", file=sys.stderr)
+
+
+def trace_field(names, trace):
+    """`{"trace": origin}` when the comma-separated workload `names` include
+    the trace and it is present; nothing otherwise."""
+    if "trace" in names.split(",") and os.path.exists(trace):
+        return {"trace": trace_origin(trace)}
+    return {}
 
 
 def write_results(out, stem, meta, results, text):

@@ -26,7 +26,7 @@ import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
-from generator import (DEFAULT_TRACE, FEATURES, ROOT, provenance, run, workloads,
+from generator import (DEFAULT_TRACE, FEATURES, ROOT, provenance, run, trace_field, workloads,
                        write_results)
 
 BINARY = os.path.join(ROOT, "target", "release", "crtc")
@@ -126,7 +126,8 @@ def main():
         print("instructions.py: valgrind not found; skipped", file=sys.stderr)
         return 0
     meta = provenance("instructions.py", sys.argv[1:], workloads=args.workloads,
-                      scale=args.scale, tool="valgrind --tool=callgrind")
+                      scale=args.scale, tool="valgrind --tool=callgrind",
+                      **trace_field(args.workloads, args.trace))
     run(["cargo", "build", "--release", "-q", "-p", "crtc-bench", "--features", FEATURES])
     with tempfile.TemporaryDirectory() as scratch:
         results = [measure(name, workload_args, scratch) for name, workload_args

@@ -32,7 +32,7 @@ import os
 import sys
 import tempfile
 
-from generator import (DEFAULT_TRACE, FEATURES, ROOT, provenance, run, workloads,
+from generator import (DEFAULT_TRACE, FEATURES, ROOT, provenance, run, trace_field, workloads,
                        write_results)
 
 BINARY = os.path.join(ROOT, "target", "release", "crtc")
@@ -120,7 +120,7 @@ def main():
     parser.add_argument("--out", default=os.path.join(ROOT, "papers", "results"))
     args = parser.parse_args()
     meta = provenance("memory-floor.py", sys.argv[1:], workloads=args.workloads,
-                      scale=args.scale)
+                      scale=args.scale, **trace_field(args.workloads, args.trace))
     run(["cargo", "build", "--release", "-q", "-p", "crtc-bench", "--features", FEATURES])
     with tempfile.TemporaryDirectory() as scratch:
         results = [measure(name, workload_args, scratch) for name, workload_args

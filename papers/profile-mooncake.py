@@ -48,7 +48,8 @@ import subprocess
 import sys
 import tempfile
 
-from generator import DEFAULT_TRACE, FEATURES, ROOT, provenance, run, write_results
+from generator import (DEFAULT_TRACE, FEATURES, ROOT, provenance, run, trace_origin,
+                       write_results)
 
 BINARY = os.path.join(ROOT, "target", "release", "crtc")
 GATES = ["rwlock", "seqlock", "epoch-crossbeam", "epoch-seize"]
@@ -259,7 +260,7 @@ def main():
             print("profile-mooncake.py: perf record is missing or not permitted; skipped",
                   file=sys.stderr)
             return 0
-        meta = provenance("profile-mooncake.py", sys.argv[1:], trace=os.path.basename(args.trace),
+        meta = provenance("profile-mooncake.py", sys.argv[1:], trace=trace_origin(args.trace),
                           repeat=args.repeat,
                           tool=f"perf record -e cpu-clock -F {args.freq} --call-graph dwarf")
         run(["cargo", "build", "--release", "-q", "-p", "crtc-bench", "--features", FEATURES])

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates every table and figure under papers/results from the checked-out
-# revision, in one command (about 40 minutes on 2 cores, 10 of them callgrind; the Mooncake trace
+# revision, in one command (about 40 minutes on 2 cores, 10 of them callgrind, plus the Mooncake
+# sweep; the Mooncake trace
 # is read from ../shared/traces when present, and skipped with a note when not):
 #
 #   papers/regenerate.sh
@@ -34,11 +35,25 @@ CARGO_TARGET_DIR=target/sysmalloc cargo build --release --quiet -p crtc-bench \
     --no-default-features --features all-strategies,upstream
 
 step "crtc compare --paper (mimalloc)"
-# 15 repeats: one repeat of a row drains in about 0.06-0.08 s (trace) to
-# 0.26-0.71 s (agentx), and on a shared VM one repeat's lane CPU ratio to
-# upstream ranges over 2x; targets.md judges the median of the 15 paired
-# ratios.
+# 15 repeats: one repeat of a row drains in about 0.03-0.04 s (trace; the
+# global-lock row 0.09) to 0.15-0.47 s (agentx; global-lock 1.48), each
+# row's JSON elapsed_s (the 15 repeats' total) divided by 15
+# [derived: mooncake.md @ 3af6084] [derived: agentx.md @ 3af6084], and on a
+# shared VM one repeat's lane CPU ratio to upstream ranges over 2x;
+# targets.md judges the median of the 15 paired ratios.
 ./target/release/crtc compare --paper "$scratch/results" --scale 4 --repeat 15
+step "crtc compare --sweep (upstream's trace expansion and windows: mooncake-sweep.md|json|svg)"
+# Upstream's published configuration (128 workers, hash space x20, length x4,
+# caches of upstream's default --num-gpu-blocks 16384), every window long
+# enough that one row runs for at least 2 s. Not yet run at this size on
+# this VM: its corpus size and run time are whatever the file's corpus line
+# reports. Skipped, like the paper's trace, when the trace is absent.
+trace=../shared/traces/mooncake_synthetic.jsonl
+if [ -f "$trace" ]; then
+    ./target/release/crtc compare --paper "$scratch/results" --trace "$trace" \
+        -n 128 --trace-duplication-factor 20 --trace-length-factor 4 --capacity 16384 \
+        --sweep --sweep-min-ms 2000 --sweep-max-ms 24000 --sweep-steps 4
+fi
 step "crtc compare --paper (system allocator)"
 ./target/sysmalloc/release/crtc compare --paper "$scratch/results/system-malloc" --scale 4 --repeat 3
 step "criterion groups (papers/bench-export.py)"

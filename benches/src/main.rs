@@ -6,8 +6,12 @@ use clap::parser::ValueSource;
 use clap::{
     ArgGroup, ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum,
 };
+use crtc_bench::compare::budget::check_preset_fits;
+use crtc_bench::compare::output::sweep_plot::write_sweep_chart;
+use crtc_bench::compare::sweep::{run_sweep, sweep_windows};
 use crtc_bench::compare::validate::{applicable_flags, prepare_dir, prepare_file};
 use crtc_bench::compare::{self, CompareError, CompareOptions, Mode, Source};
+use crtc_verification::workload::expand::TraceShape;
 use crtc_verification::workload::jsonl::write_jsonl;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -66,8 +70,9 @@ struct SourceArgs {
     /// Preset size multiplier.
     #[arg(long, default_value_t = compare::DEFAULT_SCALE)]
     scale: f64,
-    /// Simulated workers (presets and traces; default 8).
-    #[arg(long)]
+    /// Simulated workers (presets and traces; default 8); upstream's
+    /// -n/--num-unique-inference-workers.
+    #[arg(long, short = 'n', visible_alias = "num-unique-inference-workers")]
     workers: Option<usize>,
     /// Per-worker KV cache capacity in blocks (presets and traces; default
     /// 4096).
@@ -78,6 +83,22 @@ struct SourceArgs {
     /// and are not computed.
     #[arg(long)]
     unchained: bool,
+    /// Upstream's trace expansion (traces only): each hash id h becomes the
+    /// K ids h·K … h·K+K−1, so every shared prefix is K times deeper.
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    trace_length_factor: u64,
+    /// Upstream's trace expansion (traces only): D disjoint copies of the
+    /// trace's hash space, each request followed by its copies.
+    #[arg(long, value_name = "D", default_value_t = 1)]
+    trace_duplication_factor: u64,
+    /// Upstream's trace expansion (traces only): R replicas of each worker
+    /// (worker ids w + ρ·workers), identical timelines.
+    #[arg(short = 'd', long, value_name = "R", default_value_t = 1)]
+    inference_worker_duplication_factor: usize,
+    /// Upstream's trace expansion (traces only): arrival times rescaled to
+    /// this span before the engine runs (recorded; see the README).
+    #[arg(long, value_name = "MS")]
+    trace_simulation_duration_ms: Option<u64>,
 }
 
 #[derive(Args, Debug)]
@@ -139,6 +160,30 @@ struct CompareArgs {
     /// skipped with a note when absent), plus targets.md.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["json", "plots", "workload", "events"])]
     paper: Option<PathBuf>,
+    /// Upstream's windowed replay of the expanded trace: each worker's
+    /// timeline stretched over this window (offered rate = corpus ÷
+    /// window), drain included; prints offered and achieved ops/s,
+    /// find_matches p50/p99/p99.9 and whether each row kept up.
+    #[arg(long, value_name = "MS")]
+    benchmark_duration_ms: Option<u64>,
+    /// Upstream's sweep: the windowed replay at --sweep-steps windows
+    /// log-spaced from --sweep-max-ms down to --sweep-min-ms, every strategy
+    /// (and upstream 1.6.1 with feature upstream) on the same schedule.
+    #[arg(long)]
+    sweep: bool,
+    /// Shortest sweep window.
+    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    sweep_min_ms: u64,
+    /// Longest sweep window.
+    #[arg(long, value_name = "MS", default_value_t = 50_000)]
+    sweep_max_ms: u64,
+    /// Number of sweep windows (2 to 100).
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    sweep_steps: usize,
+    /// Extra threads running find_matches in a loop during the windowed
+    /// replay (their lookups are not part of the corpus).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    find_matches_concurrency: usize,
 }
 
 #[derive(Args, Debug)]
@@ -165,12 +210,42 @@ impl SourceArgs {
             workers: self.workers,
             capacity: self.capacity,
             unchained: self.unchained,
+            shape: TraceShape {
+                length_factor: self.trace_length_factor,
+                duplication_factor: self.trace_duplication_factor,
+                worker_duplication: self.inference_worker_duplication_factor,
+                simulation_ms: self.trace_simulation_duration_ms,
+            },
             argv: std::env::args_os()
                 .map(|a| a.to_string_lossy().into_owned())
                 .collect(),
             ..CompareOptions::default()
         }
     }
+}
+
+/// The benchmark windows of `--sweep` or `--benchmark-duration-ms`.
+fn windows(args: &CompareArgs) -> Result<Option<Vec<u64>>, CompareError> {
+    if !args.sweep {
+        return Ok(args.benchmark_duration_ms.map(|w| vec![w]));
+    }
+    if args.sweep_min_ms > args.sweep_max_ms {
+        return Err(CompareError(format!(
+            "--sweep-min-ms {} is above --sweep-max-ms {}",
+            args.sweep_min_ms, args.sweep_max_ms
+        )));
+    }
+    if !(2..=compare::MAX_SWEEP_STEPS).contains(&args.sweep_steps) {
+        return Err(CompareError(format!(
+            "--sweep-steps must be between 2 and {}",
+            compare::MAX_SWEEP_STEPS
+        )));
+    }
+    Ok(Some(sweep_windows(
+        args.sweep_min_ms,
+        args.sweep_max_ms,
+        args.sweep_steps,
+    )))
 }
 
 fn compare_options(args: &CompareArgs) -> Result<CompareOptions, CompareError> {
@@ -196,6 +271,9 @@ fn compare_options(args: &CompareArgs) -> Result<CompareOptions, CompareError> {
         check_limit: args.check_limit,
         repeat: args.repeat,
         strategies: args.strategies.clone(),
+        windows: windows(args)?,
+        sweep: args.sweep,
+        find_matches_concurrency: args.find_matches_concurrency,
         ..args.source.options()
     })
 }
@@ -294,15 +372,20 @@ fn discard(path: Option<&Path>) {
 
 /// Every check of a compare command line that needs no input file.
 fn compare_usage(args: &CompareArgs, matches: &ArgMatches) -> Result<CompareOptions, CompareError> {
-    let options = compare_options(args)?;
+    let mut options = compare_options(args)?;
+    // A windowed replay with --paper replays the paper's trace by default.
+    if let (Some(_), Some(_), Source::Preset(_)) = (&args.paper, &options.windows, &options.source)
+    {
+        options.source = Source::Trace(PathBuf::from(compare::paper::DEFAULT_TRACE));
+    }
     compare::validate(&options)?;
     // --paper runs the presets and the trace, so preset flags apply.
     let runs = match &args.paper {
-        Some(_) => CompareOptions {
+        Some(_) if options.windows.is_none() => CompareOptions {
             source: Source::Preset("agentx".to_owned()),
             ..options.clone()
         },
-        None => options.clone(),
+        _ => options.clone(),
     };
     applicable_flags(&runs, given(matches))?;
     if let Some(path) = &args.json {
@@ -317,8 +400,37 @@ fn compare_usage(args: &CompareArgs, matches: &ArgMatches) -> Result<CompareOpti
     Ok(options)
 }
 
+/// The windowed replay: one table, and its JSON (`--json`) or the paper's
+/// `mooncake-sweep.md`, `.json` and `.svg` (`--paper DIR`).
+fn run_windows(options: &CompareOptions, args: &CompareArgs) -> Result<ExitCode, Failure> {
+    let report = run_sweep(options).inspect_err(|_| discard(args.json.as_deref()))?;
+    let markdown = report.render_markdown();
+    say(&markdown);
+    let mut outputs: Vec<(PathBuf, String)> = Vec::new();
+    if let Some(path) = &args.json {
+        outputs.push((path.clone(), report.to_json()));
+    }
+    if let Some(dir) = &args.paper {
+        outputs.push((dir.join("mooncake-sweep.md"), markdown));
+        outputs.push((dir.join("mooncake-sweep.json"), report.to_json()));
+    }
+    for (path, text) in outputs {
+        write_file(&path, |out| writeln!(out, "{text}"))?;
+        say(&format!("wrote {}\n", path.display()));
+    }
+    if let Some(dir) = &args.paper {
+        let chart = dir.join("mooncake-sweep.svg");
+        write_sweep_chart(&report, &chart)?;
+        say(&format!("wrote {}\n", chart.display()));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 fn run_compare(args: &CompareArgs, matches: &ArgMatches) -> Result<ExitCode, Failure> {
     let options = usage(compare_usage(args, matches))?;
+    if options.windows.is_some() {
+        return run_windows(&options, args);
+    }
     if let Some(dir) = &args.paper {
         return run_paper(&options, args, dir);
     }
@@ -340,6 +452,7 @@ fn run_gen(args: &GenArgs, matches: &ArgMatches) -> Result<ExitCode, Failure> {
     let options = args.source.options();
     usage(compare::validate(&options))?;
     usage(applicable_flags(&options, given(matches)))?;
+    usage(check_preset_fits(&options, 1))?;
     usage(prepare_file("--out", &args.out))?;
     let workload = compare::load_workload(&options).inspect_err(|_| discard(Some(&args.out)))?;
     write_file(&args.out, |mut out| write_jsonl(&workload, &mut out))?;

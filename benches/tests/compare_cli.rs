@@ -353,3 +353,112 @@ fn check_upstream_on_the_presets_finds_ours_exact() {
         assert!(json["upstream_check"]["queries"].is_u64());
     }
 }
+
+/// A 20-request trace in `dir`: three shared first blocks, one own block
+/// each, 50 ms apart.
+fn small_trace(dir: &Path) -> PathBuf {
+    let trace = dir.join("trace.jsonl");
+    let lines: String = (0..20)
+        .map(|i| {
+            format!(
+                "{{\"timestamp\": {}, \"output_length\": 300, \"hash_ids\": [{}, {i}]}}\n",
+                i * 50,
+                i % 3
+            )
+        })
+        .collect();
+    std::fs::write(&trace, lines).unwrap();
+    trace
+}
+
+/// Upstream's windowed replay on a small expanded trace: every row of every
+/// window names offered and achieved rates, find_matches percentiles and a
+/// kept-up verdict, and the corpus counts follow the expansion factors.
+#[test]
+fn sweep_replays_the_expanded_trace_in_every_window() {
+    let dir = scratch("sweep");
+    let trace = small_trace(&dir);
+    let json = dir.join("sweep.json");
+    let output = Command::new(env!("CARGO_BIN_EXE_crtc"))
+        .args(["compare", "--trace"])
+        .arg(&trace)
+        .args([
+            "--trace-length-factor",
+            "2",
+            "--trace-duplication-factor",
+            "3",
+        ])
+        .args(["-d", "2", "-n", "4", "--lanes", "1", "--readers", "1"])
+        .args(["--sweep", "--sweep-min-ms", "20", "--sweep-max-ms", "80"])
+        .args([
+            "--sweep-steps",
+            "2",
+            "--strategies",
+            "rwlock,global-lock",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .expect("run crtc");
+    assert!(output.status.success(), "{output:?}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    // 20 requests × 3 hash-space copies × 2 worker replicas.
+    assert_eq!(report["corpus"]["lookups"], 120);
+    assert_eq!(report["corpus"]["ranks"], 8);
+    let rows = report["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 4);
+    for row in rows {
+        for key in [
+            "offered_ops_per_s",
+            "achieved_ops_per_s",
+            "find_matches_p99_ns",
+            "kept_up",
+        ] {
+            assert!(!row[key].is_null(), "{key} missing in {row}");
+        }
+    }
+    assert_eq!(rows[0]["window_ms"], 80);
+    assert_eq!(rows[3]["window_ms"], 20);
+    for key in ["rustc", "date", "topology", "kernel", "allocator", "trace"] {
+        assert!(
+            !report["provenance"][key].is_null(),
+            "provenance.{key} missing"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--sweep --paper DIR` writes the sweep's markdown, JSON and chart, each
+/// headed by its provenance.
+#[test]
+fn sweep_paper_writes_markdown_json_and_chart() {
+    let dir = scratch("sweep-paper");
+    let trace = small_trace(&dir);
+    let out = dir.join("results");
+    let output = Command::new(env!("CARGO_BIN_EXE_crtc"))
+        .args(["compare", "--trace"])
+        .arg(&trace)
+        .args(["--lanes", "1", "--readers", "1", "--strategies", "rwlock"])
+        .args(["--sweep", "--sweep-min-ms", "20", "--sweep-max-ms", "40"])
+        .args(["--sweep-steps", "2", "--paper"])
+        .arg(&out)
+        .output()
+        .expect("run crtc");
+    assert!(output.status.success(), "{output:?}");
+    let markdown = std::fs::read_to_string(out.join("mooncake-sweep.md")).unwrap();
+    for needle in [
+        "- rustc: ",
+        "thread(s) per core",
+        "sha256 ",
+        "| rwlock | 40 |",
+    ] {
+        assert!(
+            markdown.contains(needle),
+            "{needle} missing from {markdown}"
+        );
+    }
+    assert!(out.join("mooncake-sweep.json").exists());
+    assert_svg(&out.join("mooncake-sweep.svg"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -7,6 +7,8 @@
 //!
 //! - [`options`](CompareOptions): what a run takes, its validation, and the
 //!   stream it names ([`load_workload`]);
+//! - [`budget`]: a preset scale too large for this machine refused up
+//!   front with the size it needs;
 //! - registry: the subjects listed once ([`gates`], [`configurations`]);
 //! - [`subjects`]: the indexes measured, behind one backend trait;
 //! - [`measurement`]: the stream split into writes and lookups, capacity and
@@ -15,12 +17,15 @@
 //!   serial cross-check against upstream (`--check-upstream`);
 //! - [`run`]: one comparison from options to [`Report`];
 //! - [`output`]: the table and JSON report, SVG charts and paper tables;
+//! - [`sweep`]: upstream's windowed trace replay and sweep (`--sweep`,
+//!   `--benchmark-duration-ms`) over the expanded trace;
 //! - [`validate`](mod@validate): the rules that refuse options and flags a run cannot use.
 //!
 //! Adding a gate is one line in the registry. With feature `upstream`, NVIDIA
 //! Dynamo's published CRTC is one more row and the peer of the serial
 //! cross-check.
 
+pub mod budget;
 pub mod checks;
 pub mod measurement;
 mod options;
@@ -28,14 +33,15 @@ pub mod output;
 mod registry;
 mod run;
 pub mod subjects;
+pub mod sweep;
 pub mod validate;
 
 #[cfg(feature = "upstream")]
 pub use checks::check_upstream;
 pub use options::{
-    features, load_workload, validate, CompareError, CompareOptions, Mode, Source,
-    DEFAULT_CHECK_LIMIT, DEFAULT_RATE, DEFAULT_SCALE, DEFAULT_SEED, DEFAULT_WINDOW, MAX_WORKERS,
-    UPSTREAM_MISSING,
+    features, load_workload, trace_timeline, validate, CompareError, CompareOptions, Mode, Source,
+    DEFAULT_CHECK_LIMIT, DEFAULT_RATE, DEFAULT_SCALE, DEFAULT_SEED, DEFAULT_WINDOW,
+    MAX_SWEEP_STEPS, MAX_WORKERS, UPSTREAM_MISSING,
 };
 pub use output::report::{Report, Row, REPORT_KEYS, ROW_KEYS};
 pub use output::{paper, plots};

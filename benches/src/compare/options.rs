@@ -3,6 +3,7 @@
 //! model, or a recorded event stream), loaded once per run.
 
 use crate::compare::measurement::measure::online_cores;
+use crtc_verification::workload::expand::{self, Timeline, TraceShape};
 use crtc_verification::workload::presets::{self, agentx_placement};
 use crtc_verification::workload::{
     jsonl, mooncake, EngineConfig, ParseError, RandomPlacement, Workload,
@@ -26,6 +27,12 @@ pub const DEFAULT_SEED: u64 = 1;
 pub const DEFAULT_CHECK_LIMIT: usize = 200;
 /// Most repeats `--repeat` takes.
 pub const MAX_REPEAT: usize = 50;
+/// Largest `--trace-length-factor` and `--trace-duplication-factor`.
+pub const MAX_TRACE_FACTOR: u64 = 1024;
+/// Longest benchmark window, ms (one hour).
+pub const MAX_WINDOW_MS: u64 = 3_600_000;
+/// Most `--sweep-steps`.
+pub const MAX_SWEEP_STEPS: usize = 100;
 
 /// Cargo features this binary was built with, in a fixed order.
 pub fn features() -> Vec<String> {
@@ -125,6 +132,18 @@ pub struct CompareOptions {
     /// Only the configurations of these strategies (gate names,
     /// "global-lock", the upstream row's name); `None`: all.
     pub strategies: Option<Vec<String>>,
+    /// Upstream's trace shaping flags (traces only; the default shape keeps
+    /// the trace as it is, in file order).
+    pub shape: TraceShape,
+    /// Upstream's windowed replay: the benchmark windows in ms, longest
+    /// first (`--benchmark-duration-ms`, or the `--sweep` steps); `None`:
+    /// the capacity and keep-up modes.
+    pub windows: Option<Vec<u64>>,
+    /// The windows come from `--sweep`.
+    pub sweep: bool,
+    /// Extra threads running find_matches in a loop during a windowed
+    /// replay (`--find-matches-concurrency`).
+    pub find_matches_concurrency: usize,
 }
 
 /// Default lane and reader threads for a machine with `cores` cores: one
@@ -137,10 +156,10 @@ pub fn default_threads(cores: usize) -> (usize, usize) {
     (lanes, cores.saturating_sub(lanes).min(1))
 }
 
-/// Busy threads of a run (lanes plus readers) above the machine's cores, if
-/// any: (busy threads, cores).
+/// Busy threads of a run (lanes, readers and find_matches stress threads)
+/// above the machine's cores, if any: (busy threads, cores).
 pub fn oversubscription(options: &CompareOptions, cores: usize) -> Option<(usize, usize)> {
-    let busy = options.lanes + options.readers;
+    let busy = options.lanes + options.readers + options.find_matches_concurrency;
     (busy > cores).then_some((busy, cores))
 }
 
@@ -169,6 +188,10 @@ impl Default for CompareOptions {
             oversubscribe: false,
             repeat: 1,
             strategies: None,
+            shape: TraceShape::default(),
+            windows: None,
+            sweep: false,
+            find_matches_concurrency: 0,
         }
     }
 }
@@ -237,6 +260,9 @@ pub fn load_workload(options: &CompareOptions) -> Result<Workload, CompareError>
                 presets::PRESETS.join(", ")
             ))),
         },
+        Source::Trace(path) if options.shape != TraceShape::default() => {
+            Ok(trace_timeline(options, path)?.0.workload)
+        }
         Source::Trace(path) => {
             mooncake::load_mooncake(path, config).map_err(|e| file_error(path, e))
         }
@@ -262,6 +288,92 @@ pub fn load_workload(options: &CompareOptions) -> Result<Workload, CompareError>
                 .map_err(|e| file_error(path, e))
         }
     }
+}
+
+/// The trace at `path` expanded and laid out as upstream's bench does
+/// ([`expand`]), with the engine configuration it ran on.
+pub fn trace_timeline(
+    options: &CompareOptions,
+    path: &Path,
+) -> Result<(Timeline, EngineConfig), CompareError> {
+    let config = engine_config(options);
+    let timeline =
+        expand::load_timeline(path, options.shape, config).map_err(|e| file_error(path, e))?;
+    Ok((timeline, config))
+}
+
+fn validate_shape(options: &CompareOptions) -> Result<(), CompareError> {
+    let bad = |message: String| Err(CompareError(message));
+    let shape = options.shape;
+    for (flag, value) in [
+        ("--trace-length-factor", shape.length_factor),
+        ("--trace-duplication-factor", shape.duplication_factor),
+    ] {
+        if !(1..=MAX_TRACE_FACTOR).contains(&value) {
+            return bad(format!("{flag} must be between 1 and {MAX_TRACE_FACTOR}"));
+        }
+    }
+    let workers = options.workers.unwrap_or(EngineConfig::default().workers);
+    let ranks = workers.checked_mul(shape.worker_duplication);
+    if shape.worker_duplication == 0 || ranks.is_none_or(|r| r > MAX_WORKERS) {
+        return bad(format!(
+            "--inference-worker-duplication-factor must be at least 1, and workers ({workers}) \
+             × it at most {MAX_WORKERS} ranks"
+        ));
+    }
+    if shape
+        .simulation_ms
+        .is_some_and(|ms| !(1..=MAX_WINDOW_MS).contains(&ms))
+    {
+        return bad(format!(
+            "--trace-simulation-duration-ms must be between 1 and {MAX_WINDOW_MS}"
+        ));
+    }
+    Ok(())
+}
+
+fn validate_windows(options: &CompareOptions) -> Result<(), CompareError> {
+    let bad = |message: String| Err(CompareError(message));
+    if options.find_matches_concurrency > 256 {
+        return bad("--find-matches-concurrency must be at most 256".to_owned());
+    }
+    let Some(windows) = &options.windows else {
+        return Ok(());
+    };
+    if windows.is_empty() || windows.iter().any(|w| !(1..=MAX_WINDOW_MS).contains(w)) {
+        return bad(format!(
+            "benchmark windows (--benchmark-duration-ms, --sweep-min-ms, --sweep-max-ms) must be \
+             between 1 and {MAX_WINDOW_MS} ms"
+        ));
+    }
+    if !matches!(options.source, Source::Trace(_)) {
+        return bad("--sweep and --benchmark-duration-ms replay a trace: give --trace PATH".into());
+    }
+    if options.readers == 0 {
+        return bad(
+            "the windowed replay times lookups on reader threads: --readers must be at least 1"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+fn validate_strategies(names: Option<&[String]>) -> Result<(), CompareError> {
+    let Some(names) = names else {
+        return Ok(());
+    };
+    let known = crate::compare::registry::strategy_names();
+    let unknown: Vec<&String> = names
+        .iter()
+        .filter(|n| !known.contains(&n.as_str()))
+        .collect();
+    if names.is_empty() || !unknown.is_empty() {
+        return Err(CompareError(format!(
+            "--strategies: unknown or missing strategy names {unknown:?}; this build has {}",
+            known.join(", ")
+        )));
+    }
+    Ok(())
 }
 
 /// Rejects options no run can use.
@@ -297,28 +409,19 @@ pub fn validate(options: &CompareOptions) -> Result<(), CompareError> {
     if !(1..=MAX_REPEAT).contains(&options.repeat) {
         return bad("--repeat must be between 1 and 50");
     }
-    if let Some(names) = &options.strategies {
-        let known = crate::compare::registry::strategy_names();
-        let unknown: Vec<&String> = names
-            .iter()
-            .filter(|n| !known.contains(&n.as_str()))
-            .collect();
-        if names.is_empty() || !unknown.is_empty() {
-            return Err(CompareError(format!(
-                "--strategies: unknown or missing strategy names {unknown:?}; this build has {}",
-                known.join(", ")
-            )));
-        }
-    }
+    validate_strategies(options.strategies.as_deref())?;
+    validate_shape(options)?;
+    validate_windows(options)?;
     if let (Some((busy, cores)), false) = (
         oversubscription(options, online_cores()),
         options.oversubscribe,
     ) {
         return Err(CompareError(format!(
-            "{} lanes + {} readers = {busy} busy threads on {cores} cores: preemption would \
-             dominate the latencies; lower --lanes/--readers, or pass --oversubscribe to run \
-             anyway (the report then says so)",
-            options.lanes, options.readers
+            "{} lanes + {} readers + {} find_matches stress threads = {busy} busy threads on \
+             {cores} cores: preemption would dominate the latencies; lower --lanes/--readers/\
+             --find-matches-concurrency, or pass --oversubscribe to run anyway (the report then \
+             says so)",
+            options.lanes, options.readers, options.find_matches_concurrency
         )));
     }
     Ok(())

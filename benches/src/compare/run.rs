@@ -6,11 +6,13 @@
 //! against the model. Correctness failures are listed in the report; they do
 //! not stop the run.
 
+use crate::compare::checks::crosscheck::CrossCheck;
 use crate::compare::checks::oracle::{self, Oracle, Verdicts};
 use crate::compare::checks::run_check;
 use crate::compare::measurement::plan::Plan;
 use crate::compare::measurement::{capacity, heap, keepup, measure};
 use crate::compare::options::oversubscription;
+use crate::compare::output::provenance::Provenance;
 use crate::compare::output::repeat;
 use crate::compare::output::report::{Report, Row, Settings, WorkloadInfo};
 use crate::compare::registry::selected_configurations;
@@ -279,18 +281,102 @@ fn unmodelled_refusals(row: &Row) -> Option<String> {
     ))
 }
 
-/// Runs the whole comparison. Correctness failures do not stop the run; they
-/// are listed in [`Report::failures`].
-pub fn run(options: &CompareOptions) -> Result<Report, CompareError> {
-    validate(options)?;
-    let machine = measure::Machine::detect();
-    let oversubscribed = oversubscription(options, machine.cores);
+/// Warns on stderr when the run has more busy threads than cores.
+fn warn_oversubscribed(oversubscribed: Option<(usize, usize)>) {
     if let Some((busy, cores)) = oversubscribed {
         eprintln!(
             "warning: {busy} busy threads on {cores} cores (--oversubscribe): latencies include \
              preemption; the report says so"
         );
     }
+}
+
+/// The failure a cross-check that found ours outside the contract adds.
+fn upstream_failure(check: &CrossCheck) -> Option<String> {
+    (check.ours_failures > 0).then(|| {
+        format!(
+            "check-upstream: {} scores of ours break the read contract ({} stream): {:?}",
+            check.ours_failures,
+            if check.strict { "strict" } else { "non-strict" },
+            check.ours_inexact
+        )
+    })
+}
+
+/// Every repeat of every configuration: one list of rows per
+/// (configuration, mode), filled one repeat at a time so each repeat's rows
+/// share machine state; failures are tagged with their repeat.
+fn measure_repeats(
+    cx: &Context<'_>,
+    strict: bool,
+    failures: &mut Vec<String>,
+) -> Result<Vec<Vec<Row>>, CompareError> {
+    let options = cx.options;
+    let configs = selected_configurations(options.strategies.as_deref());
+    let mut measured: Vec<Vec<Row>> = Vec::new();
+    for repeat in 0..options.repeat {
+        let tag = |failure: String| match options.repeat {
+            1 => failure,
+            _ => format!("repeat {}: {failure}", repeat + 1),
+        };
+        let mut rows = Vec::new();
+        for config in &configs {
+            if options.mode.capacity() {
+                let (row, verdicts) = capacity_row(cx, config)?;
+                failures.extend(unmodelled_refusals(&row).map(tag));
+                if verdicts.failed(strict) {
+                    failures.push(tag(failure(&row, &verdicts, strict)));
+                }
+                rows.push(row);
+            }
+            if options.mode.keepup() {
+                let row = keepup_row(cx, config)?;
+                failures.extend(unmodelled_refusals(&row).map(tag));
+                rows.push(row);
+            }
+        }
+        measured.resize_with(rows.len(), Vec::new);
+        measured
+            .iter_mut()
+            .zip(rows)
+            .for_each(|(runs, row)| runs.push(row));
+    }
+    Ok(measured)
+}
+
+/// The rows of each repeat, in configuration order.
+fn by_repeat(measured: &[Vec<Row>], repeats: usize) -> Vec<Vec<Row>> {
+    (0..repeats)
+        .map(|r| {
+            measured
+                .iter()
+                .filter_map(|runs| runs.get(r).cloned())
+                .collect()
+        })
+        .collect()
+}
+
+/// The settings a report records.
+fn settings(options: &CompareOptions, oversubscribed: bool) -> Settings {
+    Settings {
+        lanes: options.lanes,
+        readers: options.readers,
+        oversubscribed,
+        mode: options.mode.name().to_owned(),
+        rate: options.rate,
+        window_s: options.window.as_secs_f64(),
+    }
+}
+
+/// Runs the whole comparison. Correctness failures do not stop the run; they
+/// are listed in [`Report::failures`].
+pub fn run(options: &CompareOptions) -> Result<Report, CompareError> {
+    validate(options)?;
+    let machine = measure::Machine::detect();
+    let oversubscribed = oversubscription(options, machine.cores);
+    warn_oversubscribed(oversubscribed);
+    // The stream, the plan's copy of it and the reference model.
+    crate::compare::budget::check_preset_fits(options, 3)?;
     let started = Instant::now();
     let workload = load_workload(options)?;
     let load = started.elapsed();
@@ -298,98 +384,45 @@ pub fn run(options: &CompareOptions) -> Result<Report, CompareError> {
     // Unchained streams break the model's block identity: no verdicts.
     let oracle = (options.mode.capacity() && !options.unchained).then(|| Oracle::new(&workload));
     let info = describe(options, &workload, &plan, oracle.as_ref(), load);
-    let upstream_check = if options.check_upstream {
-        Some(run_check(&workload, options.check_limit)?)
-    } else {
-        None
+    let upstream_check = match options.check_upstream {
+        true => Some(run_check(&workload, options.check_limit)?),
+        false => None,
     };
     drop(workload);
     let schedule = keepup::Schedule {
         rate: options.rate,
         window: options.window,
     };
-    let keepup_memberships = options
-        .mode
-        .keepup()
-        .then(|| oracle::memberships_after(&plan.ops[..schedule.writes_in_window(plan.ops.len())]));
+    let writes = schedule.writes_in_window(plan.ops.len());
     let cx = Context {
         options,
         plan: &plan,
         oracle: oracle.as_ref(),
         schedule,
-        keepup_memberships,
+        keepup_memberships: (options.mode.keepup())
+            .then(|| oracle::memberships_after(&plan.ops[..writes])),
     };
-    let oversubscribed = oversubscribed.is_some();
-    let (mut rows, mut failures) = (Vec::new(), Vec::new());
-    if let Some(check) = upstream_check.as_ref().filter(|c| c.ours_failures > 0) {
-        failures.push(format!(
-            "check-upstream: {} scores of ours break the read contract ({} stream): {:?}",
-            check.ours_failures,
-            if check.strict { "strict" } else { "non-strict" },
-            check.ours_inexact
-        ));
-    }
-    let configs = selected_configurations(options.strategies.as_deref());
-    // One list of measured rows per (configuration, mode), filled one
-    // repeat at a time so each repeat's rows share machine state.
-    let mut measured: Vec<Vec<Row>> = Vec::new();
-    for repeat in 0..options.repeat {
-        let tag = |failure: String| match options.repeat {
-            1 => failure,
-            _ => format!("repeat {}: {failure}", repeat + 1),
-        };
-        let mut slot = 0;
-        for config in &configs {
-            let mut record = |row: Row| {
-                if measured.len() == slot {
-                    measured.push(Vec::new());
-                }
-                measured[slot].push(row);
-                slot += 1;
-            };
-            if options.mode.capacity() {
-                let (row, verdicts) = capacity_row(&cx, config)?;
-                failures.extend(unmodelled_refusals(&row).map(tag));
-                if verdicts.failed(info.strict) {
-                    failures.push(tag(failure(&row, &verdicts, info.strict)));
-                }
-                record(row);
-            }
-            if options.mode.keepup() {
-                let row = keepup_row(&cx, config)?;
-                failures.extend(unmodelled_refusals(&row).map(tag));
-                record(row);
-            }
-        }
-    }
-    rows.extend(measured.iter().filter_map(|runs| repeat::summarise(runs)));
-    let by_repeat: Vec<Vec<Row>> = (0..options.repeat)
-        .map(|r| {
-            measured
-                .iter()
-                .filter_map(|runs| runs.get(r).cloned())
-                .collect()
-        })
-        .collect();
-    let ratios = repeat::ratios(&by_repeat, UPSTREAM_NAME);
+    let mut failures: Vec<String> = upstream_check.iter().filter_map(upstream_failure).collect();
+    let measured = measure_repeats(&cx, info.strict, &mut failures)?;
+    let ratios = repeat::ratios(&by_repeat(&measured, options.repeat), UPSTREAM_NAME);
     Ok(Report {
         machine,
         git_revision: measure::git_revision(),
         workload: info,
         argv: options.argv.clone(),
-        rows,
-        settings: Settings {
-            lanes: options.lanes,
-            readers: options.readers,
-            oversubscribed,
-            mode: options.mode.name().to_owned(),
-            rate: options.rate,
-            window_s: options.window.as_secs_f64(),
-        },
+        rows: measured
+            .iter()
+            .filter_map(|runs| repeat::summarise(runs))
+            .collect(),
+        settings: settings(options, oversubscribed.is_some()),
         failures,
         features: features(),
         git_dirty: measure::git_dirty(),
         upstream_check,
         ratios,
+        provenance: Provenance::detect(match &options.source {
+            Source::Trace(path) => Some(path.as_path()),
+            _ => None,
+        }),
     })
 }

@@ -38,6 +38,26 @@ fn checks_upstream(options: &CompareOptions) -> bool {
     options.check_upstream
 }
 
+fn is_trace(options: &CompareOptions) -> bool {
+    matches!(options.source, Source::Trace(_))
+}
+
+fn is_windowed(options: &CompareOptions) -> bool {
+    options.windows.is_some()
+}
+
+fn not_windowed(options: &CompareOptions) -> bool {
+    options.windows.is_none()
+}
+
+fn is_sweep(options: &CompareOptions) -> bool {
+    options.sweep
+}
+
+fn one_window(options: &CompareOptions) -> bool {
+    !options.sweep
+}
+
 const RULES: &[Rule] = &[
     Rule {
         flag: "scale",
@@ -78,6 +98,66 @@ const RULES: &[Rule] = &[
         flag: "unchained",
         applies: is_events,
         only: "--events",
+    },
+    Rule {
+        flag: "trace-length-factor",
+        applies: is_trace,
+        only: "--trace",
+    },
+    Rule {
+        flag: "trace-duplication-factor",
+        applies: is_trace,
+        only: "--trace",
+    },
+    Rule {
+        flag: "inference-worker-duplication-factor",
+        applies: is_trace,
+        only: "--trace",
+    },
+    Rule {
+        flag: "trace-simulation-duration-ms",
+        applies: is_trace,
+        only: "--trace",
+    },
+    Rule {
+        flag: "find-matches-concurrency",
+        applies: is_windowed,
+        only: "the windowed replay (--benchmark-duration-ms or --sweep)",
+    },
+    Rule {
+        flag: "sweep-min-ms",
+        applies: is_sweep,
+        only: "--sweep",
+    },
+    Rule {
+        flag: "sweep-max-ms",
+        applies: is_sweep,
+        only: "--sweep",
+    },
+    Rule {
+        flag: "sweep-steps",
+        applies: is_sweep,
+        only: "--sweep",
+    },
+    Rule {
+        flag: "benchmark-duration-ms",
+        applies: one_window,
+        only: "a single window (--sweep sets its own windows)",
+    },
+    Rule {
+        flag: "mode",
+        applies: not_windowed,
+        only: "the capacity and keep-up runs (not --sweep or --benchmark-duration-ms)",
+    },
+    Rule {
+        flag: "repeat",
+        applies: not_windowed,
+        only: "the capacity and keep-up runs (not --sweep or --benchmark-duration-ms)",
+    },
+    Rule {
+        flag: "check-upstream",
+        applies: not_windowed,
+        only: "the capacity and keep-up runs (not --sweep or --benchmark-duration-ms)",
     },
 ];
 

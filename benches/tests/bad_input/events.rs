@@ -17,15 +17,42 @@ fn event_error(bad: &str) -> Result<(usize, String), String> {
     }
 }
 
+/// What the event cases share: the externals of [`good_store`] and a line
+/// nested past serde_json's recursion limit.
+struct EventVars {
+    e1: u64,
+    e2: u64,
+    deep: String,
+}
+
+/// A case: the line and a part of the reason.
+fn c(line: &str, needle: &'static str) -> (String, &'static str) {
+    (line.to_owned(), needle)
+}
+
 /// Event lines that must be refused at line 3, with a part of the reason.
 pub(crate) fn event_cases() -> Vec<(String, &'static str)> {
     let (_, e1, e2) = good_store();
-    let c = |line: &str, needle: &'static str| (line.to_owned(), needle);
     let deep = format!(
         r#"{{"t":"query","locals":{}1{}}}"#,
         "[".repeat(200),
         "]".repeat(200)
     );
+    let v = EventVars { e1, e2, deep };
+    [
+        event_cases_1(&v),
+        event_cases_2(&v),
+        event_cases_3(&v),
+        event_cases_4(&v),
+        event_cases_5(&v),
+        event_cases_6(&v),
+    ]
+    .concat()
+}
+
+/// Cases 1 of 6 of [`event_cases`].
+fn event_cases_1(v: &EventVars) -> Vec<(String, &'static str)> {
+    let EventVars { deep, .. } = v;
     vec![
         // Syntax and shape.
         c(r#"{"t":"stored""#, "invalid JSON"),
@@ -42,7 +69,7 @@ pub(crate) fn event_cases() -> Vec<(String, &'static str)> {
             "invalid JSON",
         ),
         c("\u{feff}{\"t\":\"query\",\"locals\":[1]}", "invalid JSON"),
-        (deep, "recursion limit"),
+        (deep.clone(), "recursion limit"),
         c("{'t':'query','locals':[1]}", "invalid JSON"),
         c(r#"{"t":"query","locals":[1,]}"#, "invalid JSON"),
         c(r#"{"t":"query","locals":[01]}"#, "invalid JSON"),
@@ -72,6 +99,13 @@ pub(crate) fn event_cases() -> Vec<(String, &'static str)> {
             r#"{"t":"cleared","worker":1,"worker":2,"rank":0}"#,
             "duplicate field `worker`",
         ),
+    ]
+}
+
+/// Cases 2 of 6 of [`event_cases`].
+fn event_cases_2(v: &EventVars) -> Vec<(String, &'static str)> {
+    let _ = v;
+    vec![
         c(
             r#"{"t":"cleared","worker":1,"rank":0,"rank":1}"#,
             "duplicate field `rank`",
@@ -119,6 +153,13 @@ pub(crate) fn event_cases() -> Vec<(String, &'static str)> {
             "unknown field `Worker`",
         ),
         c(r#"{"t":"query","locals":[1],"":0}"#, "unknown field ``"),
+    ]
+}
+
+/// Cases 3 of 6 of [`event_cases`].
+fn event_cases_3(v: &EventVars) -> Vec<(String, &'static str)> {
+    let _ = v;
+    vec![
         // Missing fields.
         c(r#"{"t":"cleared","rank":0}"#, "missing field `worker`"),
         c(r#"{"t":"cleared","worker":1}"#, "missing field `rank`"),
@@ -165,6 +206,13 @@ pub(crate) fn event_cases() -> Vec<(String, &'static str)> {
             r#"{"t":"cleared","worker":1,"rank":4294967296}"#,
             "exceeds 32 bits",
         ),
+    ]
+}
+
+/// Cases 4 of 6 of [`event_cases`].
+fn event_cases_4(v: &EventVars) -> Vec<(String, &'static str)> {
+    let _ = v;
+    vec![
         c(
             r#"{"t":"cleared","worker":1,"rank":-1}"#,
             "field `rank`: expected an unsigned",
@@ -213,6 +261,13 @@ pub(crate) fn event_cases() -> Vec<(String, &'static str)> {
             r#"{"t":"removed","worker":1,"rank":0,"hashes":[1,2.5]}"#,
             "`hashes` item 1",
         ),
+    ]
+}
+
+/// Cases 5 of 6 of [`event_cases`].
+fn event_cases_5(v: &EventVars) -> Vec<(String, &'static str)> {
+    let EventVars { e1, e2, .. } = v;
+    vec![
         c(
             r#"{"t":"removed","worker":1,"rank":0,"hashes":"abc"}"#,
             "field `hashes`: expected an array",
@@ -261,6 +316,13 @@ pub(crate) fn event_cases() -> Vec<(String, &'static str)> {
         ),
         // Bytes that are not a line of text.
         c("{\"t\":\"query\",\"locals\":[1]}\u{7f}", "invalid JSON"),
+    ]
+}
+
+/// Cases 6 of 6 of [`event_cases`].
+fn event_cases_6(v: &EventVars) -> Vec<(String, &'static str)> {
+    let _ = v;
+    vec![
         (
             format!(
                 r#"{{"t":"query","locals":[{}1]}}"#,

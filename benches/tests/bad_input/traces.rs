@@ -19,10 +19,29 @@ fn trace_error(bad: &str) -> Result<(usize, String), String> {
     }
 }
 
+/// A case: the line and a part of the reason.
+fn c(line: &str, needle: &'static str) -> (String, &'static str) {
+    (line.to_owned(), needle)
+}
+
+/// `n` hash ids, comma-separated.
+fn ids(n: usize) -> String {
+    vec!["7"; n].join(",")
+}
+
 /// Trace lines that must be refused at line 3.
 pub(crate) fn trace_cases() -> Vec<(String, &'static str)> {
-    let c = |line: &str, needle: &'static str| (line.to_owned(), needle);
-    let ids = |n: usize| vec!["7"; n].join(",");
+    [
+        trace_cases_1(),
+        trace_cases_2(),
+        trace_cases_3(),
+        trace_cases_4(),
+    ]
+    .concat()
+}
+
+/// Cases 1 of 4 of [`trace_cases`].
+fn trace_cases_1() -> Vec<(String, &'static str)> {
     vec![
         c("not json", "invalid JSON"),
         c("[1]", "a JSON object"),
@@ -69,6 +88,12 @@ pub(crate) fn trace_cases() -> Vec<(String, &'static str)> {
             r#"{"output_length": 1, "hash_ids": {"a": 1}}"#,
             "field `hash_ids`: expected an array",
         ),
+    ]
+}
+
+/// Cases 2 of 4 of [`trace_cases`].
+fn trace_cases_2() -> Vec<(String, &'static str)> {
+    vec![
         c(
             r#"{"output_length": 1, "hash_ids": [1, -2]}"#,
             "`hash_ids` item 1",
@@ -116,6 +141,12 @@ pub(crate) fn trace_cases() -> Vec<(String, &'static str)> {
             r#"{"input_length": 1.5, "output_length": 1, "hash_ids": []}"#,
             "`input_length`",
         ),
+    ]
+}
+
+/// Cases 3 of 4 of [`trace_cases`].
+fn trace_cases_3() -> Vec<(String, &'static str)> {
+    vec![
         c(
             r#"{"input_length": 2097153, "output_length": 1, "hash_ids": []}"#,
             "field `input_length`: 2097153 exceeds the limit",
@@ -164,6 +195,12 @@ pub(crate) fn trace_cases() -> Vec<(String, &'static str)> {
             ),
             "per-line limit",
         ),
+    ]
+}
+
+/// Cases 4 of 4 of [`trace_cases`].
+fn trace_cases_4() -> Vec<(String, &'static str)> {
+    vec![
         ("\0".repeat(MAX_LINE_BYTES + 5), "per-line limit"),
         (
             format!(

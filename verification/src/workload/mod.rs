@@ -3,7 +3,8 @@
 //!
 //! Sources:
 //! - [`presets`]: built-in seeded generators (`chat`, `agentx`), no files.
-//! - [`mooncake`]: a Mooncake JSONL request trace run through the engine model.
+//! - [`mooncake`]: a Mooncake JSONL request trace run through the engine model;
+//!   [`expand`]: upstream's expansion of it and its per-worker replay timeline.
 //! - [`jsonl`]: a recorded event stream (and the writer that records one).
 //!
 //! Every generated stream comes from [`engine`], a small model of inference
@@ -15,6 +16,7 @@
 pub mod check;
 pub mod engine;
 mod error;
+pub mod expand;
 pub mod jsonl;
 pub mod limits;
 pub mod mooncake;

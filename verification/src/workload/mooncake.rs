@@ -10,7 +10,8 @@
 //! trimmed to `ceil(input_length / 128)` engine blocks (all of them when
 //! `input_length` is absent); the request generates
 //! `ceil(output_length / 128)` output blocks (`osl` is accepted as an alias).
-//! Requests run in file order; `timestamp` is checked but not used.
+//! Requests run in file order; `timestamp` is checked, and used only by the
+//! upstream timeline of [`super::expand`].
 //!
 //! Limits (each a line-numbered error, checked before anything is sized
 //! from the value): at most [`MAX_TRACE_BLOCKS`] hash ids per request, ids
@@ -64,6 +65,11 @@ pub struct TraceRequest {
     pub line: usize,
     /// Arrival time in ms (0 when absent).
     pub timestamp_ms: f64,
+    /// The trace block ids, as listed (the expansion of
+    /// [`super::expand`] rewrites them and rebuilds `prompt`).
+    pub hash_ids: Vec<u64>,
+    /// The prompt length in tokens, when the line gives it.
+    pub input_length: Option<u64>,
     /// The prompt's engine-block local hashes.
     pub prompt: Vec<LocalBlockHash>,
     /// Output blocks to generate.
@@ -150,6 +156,8 @@ fn parse_request(line: usize, text: &str) -> Result<TraceRequest, String> {
         line,
         timestamp_ms,
         prompt: engine_prompt(&hash_ids, input_length),
+        hash_ids,
+        input_length,
         output_blocks: output_length.div_ceil(BLOCK_TOKENS) as usize,
     })
 }

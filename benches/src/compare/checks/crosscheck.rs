@@ -134,6 +134,22 @@ impl CrossCheck {
 
     /// The printable report: a summary, then one line per listed difference.
     pub fn render(&self) -> String {
+        let mut out = self.summary();
+        for d in &self.listed {
+            out.push_str(&self.difference_line(d));
+        }
+        if self.differences > self.listed.len() as u64 {
+            let _ = writeln!(
+                out,
+                "  ... {} more differences not listed (raise --check-limit)",
+                self.differences - self.listed.len() as u64
+            );
+        }
+        out
+    }
+
+    /// The summary lines: what was scored, the differences and who deviates.
+    fn summary(&self) -> String {
         let mut out = String::new();
         let _ = writeln!(
             out,
@@ -145,33 +161,24 @@ impl CrossCheck {
             self.ours.len(),
             self.ours.join(", "),
         );
-        let count = |map: &BTreeMap<String, u64>| -> String {
-            if map.is_empty() {
-                return "none".to_owned();
-            }
-            map.iter()
-                .map(|(k, v)| format!("{k} {v}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
         let _ = writeln!(
             out,
             "  differences {} vs ours: {} (lookup, rank) pairs in {} lookups; who deviates: {}",
             self.peer,
             self.differences,
             self.differing_queries,
-            count(&self.by_deviator)
+            counts(&self.by_deviator)
         );
         let _ = writeln!(
             out,
             "  {} vs reference: inexact (lookup, rank) pairs: {}",
             self.peer,
-            count(&self.peer_inexact)
+            counts(&self.peer_inexact)
         );
         let _ = writeln!(
             out,
             "  ours vs reference: inexact (configuration, lookup, rank) triples: {}; contract failures: {}{}",
-            count(&self.ours_inexact),
+            counts(&self.ours_inexact),
             self.ours_failures,
             if self.strict { " (strict stream: must be exact)" } else { "" }
         );
@@ -181,40 +188,45 @@ impl CrossCheck {
             self.peer,
             self.peer_findings()
         );
-        for d in &self.listed {
-            let ours = d
-                .ours
-                .iter()
-                .map(|(label, score)| format!("{label} {score}"))
-                .collect::<Vec<_>>()
-                .join(", ");
-            let _ = writeln!(
-                out,
-                "  lookup #{} (after {} writes, {} blocks, head {:?}) rank {}: {} {} [{}], ours {} [{}]; model held {}, reachable {} -> {}",
-                d.query,
-                d.position,
-                d.query_len,
-                d.query_head,
-                d.rank,
-                self.peer,
-                d.peer,
-                d.peer_class,
-                ours,
-                d.ours_class,
-                d.held,
-                d.reachable,
-                d.deviates.describe(&self.peer),
-            );
-        }
-        if self.differences > self.listed.len() as u64 {
-            let _ = writeln!(
-                out,
-                "  ... {} more differences not listed (raise --check-limit)",
-                self.differences - self.listed.len() as u64
-            );
-        }
         out
     }
+
+    /// One listed difference as a line.
+    fn difference_line(&self, d: &Difference) -> String {
+        let ours = d
+            .ours
+            .iter()
+            .map(|(label, score)| format!("{label} {score}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!(
+            "  lookup #{} (after {} writes, {} blocks, head {:?}) rank {}: {} {} [{}], ours {} [{}]; model held {}, reachable {} -> {}\n",
+            d.query,
+            d.position,
+            d.query_len,
+            d.query_head,
+            d.rank,
+            self.peer,
+            d.peer,
+            d.peer_class,
+            ours,
+            d.ours_class,
+            d.held,
+            d.reachable,
+            d.deviates.describe(&self.peer),
+        )
+    }
+}
+
+/// "name count, ..." of a tally, or "none".
+fn counts(map: &BTreeMap<String, u64>) -> String {
+    if map.is_empty() {
+        return "none".to_owned();
+    }
+    map.iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn class_name(class: Classification) -> String {
@@ -276,15 +288,12 @@ pub fn cross_check(
                 ours.iter_mut().for_each(|o| o.remove_worker(*worker));
             }
             WorkloadOp::Query(query) => {
-                compare_one(
-                    &mut result,
-                    &reference,
-                    &mut *peer,
-                    &mut ours,
+                let at = Lookup {
+                    reference: &reference,
                     query,
-                    lookup,
-                    limit,
-                );
+                    index: lookup,
+                };
+                compare_one(&mut result, &at, &mut *peer, &mut ours, limit);
                 lookup += 1;
             }
         }
@@ -306,16 +315,43 @@ fn tally(
     found.into_iter().map(|d| d.class).collect()
 }
 
-#[allow(clippy::too_many_arguments)]
-fn compare_one(
+/// One lookup being cross-checked: the model at its stream position, the
+/// query and its index among the lookups.
+struct Lookup<'a> {
+    reference: &'a Reference,
+    query: &'a [LocalBlockHash],
+    index: usize,
+}
+
+/// Who deviates from the model, given the peer's and ours' classes.
+fn deviator(peer: Classification, ours: Classification, strict: bool) -> Deviator {
+    match (breaks(peer, strict), breaks(ours, strict)) {
+        (true, false) => Deviator::Peer,
+        (false, true) => Deviator::Ours,
+        (true, true) => Deviator::Both,
+        (false, false) => Deviator::Neither,
+    }
+}
+
+/// The tally key of a deviator.
+fn deviator_key(deviates: Deviator) -> &'static str {
+    match deviates {
+        Deviator::Peer => "peer",
+        Deviator::Ours => "ours",
+        Deviator::Both => "both",
+        Deviator::Neither => "neither",
+    }
+}
+
+/// Scores the lookup on the peer and on ours, tallying every inexact score
+/// against the model; whether any of ours differs from the peer.
+fn score_all(
     result: &mut CrossCheck,
-    reference: &Reference,
+    at: &Lookup<'_>,
     peer: &mut dyn SerialIndex,
     ours: &mut [Box<dyn SerialIndex>],
-    query: &[LocalBlockHash],
-    index: usize,
-    limit: usize,
-) {
+) -> (OverlapScores, Vec<OverlapScores>, bool) {
+    let (reference, query) = (at.reference, at.query);
     let exact: Vec<(WorkerWithDpRank, u32)> = reference
         .ranks()
         .map(|rank| (rank, reference.held_prefix(rank, query) as u32))
@@ -339,6 +375,65 @@ fn compare_one(
         }
         differs |= sorted != peer_sorted;
     }
+    (peer_scores, our_scores, differs)
+}
+
+/// Records a rank on which the peer (`peer_score`) and ours (`scores`)
+/// disagree: who deviates, and the difference itself while fewer than
+/// `limit` are listed.
+fn record_difference(
+    result: &mut CrossCheck,
+    at: &Lookup<'_>,
+    rank: WorkerWithDpRank,
+    peer_score: u32,
+    scores: Vec<u32>,
+    limit: usize,
+) {
+    let (reference, query) = (at.reference, at.query);
+    result.differences += 1;
+    let peer_class = reference.classify(rank, query, peer_score);
+    let ours_class = scores
+        .iter()
+        .map(|&s| reference.classify(rank, query, s))
+        .max_by_key(|&c| severity(c))
+        .unwrap_or(Classification::Exact);
+    let deviates = deviator(peer_class, ours_class, result.strict);
+    *result
+        .by_deviator
+        .entry(deviator_key(deviates).to_owned())
+        .or_default() += 1;
+    if result.listed.len() >= limit {
+        return;
+    }
+    let ours_listed = if scores.iter().all(|&s| s == scores[0]) {
+        vec![("all".to_owned(), scores[0])]
+    } else {
+        result.ours.iter().cloned().zip(scores).collect()
+    };
+    result.listed.push(Difference {
+        query: at.index,
+        position: result.writes as usize,
+        query_len: query.len(),
+        query_head: query.iter().take(HEAD).map(|l| l.0).collect(),
+        rank: rank.to_string(),
+        peer: peer_score,
+        ours: ours_listed,
+        held: reference.held_prefix(rank, query),
+        reachable: reference.reachable_prefix(rank, query),
+        peer_class: class_name(peer_class),
+        ours_class: class_name(ours_class),
+        deviates,
+    });
+}
+
+fn compare_one(
+    result: &mut CrossCheck,
+    at: &Lookup<'_>,
+    peer: &mut dyn SerialIndex,
+    ours: &mut [Box<dyn SerialIndex>],
+    limit: usize,
+) {
+    let (peer_scores, our_scores, differs) = score_all(result, at, peer, ours);
     if !differs {
         return;
     }
@@ -354,54 +449,9 @@ fn compare_one(
     for rank in ranks {
         let peer_score = peer_scores.score(rank);
         let scores: Vec<u32> = our_scores.iter().map(|s| s.score(rank)).collect();
-        if scores.iter().all(|&s| s == peer_score) {
-            continue;
+        if scores.iter().any(|&s| s != peer_score) {
+            record_difference(result, at, rank, peer_score, scores, limit);
         }
-        result.differences += 1;
-        let peer_class = reference.classify(rank, query, peer_score);
-        let ours_class = scores
-            .iter()
-            .map(|&s| reference.classify(rank, query, s))
-            .max_by_key(|&c| severity(c))
-            .unwrap_or(Classification::Exact);
-        let deviates = match (
-            breaks(peer_class, result.strict),
-            breaks(ours_class, result.strict),
-        ) {
-            (true, false) => Deviator::Peer,
-            (false, true) => Deviator::Ours,
-            (true, true) => Deviator::Both,
-            (false, false) => Deviator::Neither,
-        };
-        let key = match deviates {
-            Deviator::Peer => "peer",
-            Deviator::Ours => "ours",
-            Deviator::Both => "both",
-            Deviator::Neither => "neither",
-        };
-        *result.by_deviator.entry(key.to_owned()).or_default() += 1;
-        if result.listed.len() >= limit {
-            continue;
-        }
-        let ours_listed = if scores.iter().all(|&s| s == scores[0]) {
-            vec![("all".to_owned(), scores[0])]
-        } else {
-            result.ours.iter().cloned().zip(scores).collect()
-        };
-        result.listed.push(Difference {
-            query: index,
-            position: result.writes as usize,
-            query_len: query.len(),
-            query_head: query.iter().take(HEAD).map(|l| l.0).collect(),
-            rank: rank.to_string(),
-            peer: peer_score,
-            ours: ours_listed,
-            held: reference.held_prefix(rank, query),
-            reachable: reference.reachable_prefix(rank, query),
-            peer_class: class_name(peer_class),
-            ours_class: class_name(ours_class),
-            deviates,
-        });
     }
 }
 

@@ -98,6 +98,37 @@ struct RunFlags {
     stop: Arc<AtomicBool>,
 }
 
+type ReaderHandle = crtc_strategies::sync::thread::JoinHandle<(Vec<u64>, u64)>;
+
+/// Spawns `readers` reader threads from staggered positions; when one cannot
+/// start, those already started are stopped and the error returned.
+fn start_readers(
+    backend: &Arc<dyn Backend>,
+    plan: &Plan,
+    readers: usize,
+    flags: &RunFlags,
+) -> Result<Vec<ReaderHandle>, String> {
+    let keep = samples_per_reader(readers);
+    let handles = (0..readers)
+        .map(|k| {
+            let (backend, queries, flags) = (
+                Arc::clone(backend),
+                Arc::clone(&plan.queries),
+                flags.clone(),
+            );
+            let first = k * plan.queries.len() / readers.max(1);
+            spawn(format!("crtc-reader-{k}"), move || {
+                read_loop(backend, queries, first, flags, keep)
+            })
+        })
+        .collect::<Result<Vec<_>, String>>();
+    if handles.is_err() {
+        // Release: lets readers already started see the stop.
+        flags.stop.store(true, Ordering::Release);
+    }
+    handles
+}
+
 /// Runs the capacity mode of `plan` on `backend` with `readers` reader
 /// threads.
 pub fn run(
@@ -109,28 +140,7 @@ pub fn run(
     let ops = plan.ops.clone();
     let flags = RunFlags::default();
     let start = Instant::now() + START_DELAY;
-    let keep = samples_per_reader(readers);
-    let handles = (0..readers)
-        .map(|k| {
-            let (backend, queries, flags) = (
-                Arc::clone(&backend),
-                Arc::clone(&plan.queries),
-                flags.clone(),
-            );
-            let first = k * plan.queries.len() / readers.max(1);
-            spawn(format!("crtc-reader-{k}"), move || {
-                read_loop(backend, queries, first, flags, keep)
-            })
-        })
-        .collect::<Result<Vec<_>, String>>();
-    let handles = match handles {
-        Ok(handles) => handles,
-        Err(e) => {
-            // Release: lets readers already started see the stop.
-            flags.stop.store(true, Ordering::Release);
-            return Err(e);
-        }
-    };
+    let handles = start_readers(&backend, plan, readers, &flags)?;
     progress.set_length(ops.len() as u64);
     sleep_until(start);
     let begin = Instant::now();

@@ -25,7 +25,7 @@ use crate::compare::measurement::measure::{nanos, sleep_until};
 use crate::compare::measurement::plan::{issue, join_all, spawn, timed_lookup, IssueOp, Plan};
 use crate::compare::subjects::backend::{Backend, BackendStats};
 use crtc::types::LocalBlockHash;
-use crtc_strategies::sync::mpsc::{channel, Receiver};
+use crtc_strategies::sync::mpsc::{channel, Receiver, Sender};
 use crtc_strategies::sync::Arc;
 use indicatif::ProgressBar;
 use std::time::{Duration, Instant};
@@ -143,6 +143,37 @@ fn start_readers(
         .collect()
 }
 
+/// Issues `ops` at their deadlines from `start`, sending the enqueue
+/// instant of every sampled write to the prober; (events, blocks) issued.
+fn issue_due(
+    backend: &dyn Backend,
+    ops: Vec<IssueOp>,
+    schedule: Schedule,
+    start: Instant,
+    samples: &Sender<Instant>,
+    progress: &ProgressBar,
+) -> (u64, u64) {
+    let every = ((schedule.rate / PROBES_PER_S).round() as usize).max(1);
+    let (mut issued_events, mut issued_blocks) = (0u64, 0u64);
+    let mut ops = ops.into_iter().enumerate().peekable();
+    while let Some(&(next, _)) = ops.peek() {
+        sleep_until(schedule.due(start, next));
+        let now = Instant::now();
+        while let Some((i, op)) = ops.next_if(|(i, _)| schedule.due(start, *i) <= now) {
+            if let IssueOp::Event(event) = &op {
+                issued_events += 1;
+                issued_blocks += event.block_count() as u64;
+            }
+            issue(backend, op);
+            if i % every == 0 {
+                let _ = samples.send(Instant::now());
+            }
+        }
+        progress.set_position(now.saturating_duration_since(start).as_millis() as u64);
+    }
+    (issued_events, issued_blocks)
+}
+
 /// Runs the keep-up mode of `plan` on `backend`.
 pub fn run(
     backend: Arc<dyn Backend>,
@@ -160,26 +191,10 @@ pub fn run(
         let backend = Arc::clone(&backend);
         spawn("crtc-prober".to_owned(), move || probe(backend, received))?
     };
-    let every = ((schedule.rate / PROBES_PER_S).round() as usize).max(1);
     let window_end = start + schedule.window;
     progress.set_length(schedule.window.as_millis() as u64);
-    let (mut issued_events, mut issued_blocks) = (0u64, 0u64);
-    let mut ops = ops.into_iter().enumerate().peekable();
-    while let Some(&(next, _)) = ops.peek() {
-        sleep_until(schedule.due(start, next));
-        let now = Instant::now();
-        while let Some((i, op)) = ops.next_if(|(i, _)| schedule.due(start, *i) <= now) {
-            if let IssueOp::Event(event) = &op {
-                issued_events += 1;
-                issued_blocks += event.block_count() as u64;
-            }
-            issue(&*backend, op);
-            if i % every == 0 {
-                let _ = samples.send(Instant::now());
-            }
-        }
-        progress.set_position(now.saturating_duration_since(start).as_millis() as u64);
-    }
+    let (issued_events, issued_blocks) =
+        issue_due(&*backend, ops, schedule, start, &samples, progress);
     // The run ends with the window, or with the stream when it runs out
     // first (an empty stream ends at once instead of idling the window).
     let end = if writes < plan.ops.len() {

@@ -1,6 +1,6 @@
 //! How a row is measured: the stream split into writes and lookups
 //! ([`plan`]), write capacity ([`capacity`]), keep-up latency at an offered
-//! rate ([`keepup`]), memory counted by a global allocator ([`heap`]), and
+//! rate ([`keepup`]), upstream's windowed trace replay ([`window`]), memory counted by a global allocator ([`heap`]), and
 //! the clocks, percentiles and machine description they share
 //! ([`measure`]).
 
@@ -9,3 +9,4 @@ pub mod heap;
 pub mod keepup;
 pub mod measure;
 pub mod plan;
+pub mod window;

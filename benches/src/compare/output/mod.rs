@@ -3,5 +3,7 @@
 
 pub mod paper;
 pub mod plots;
+pub mod provenance;
 pub mod repeat;
 pub mod report;
+pub mod sweep_plot;

@@ -12,7 +12,8 @@
 //! the three charts `W-throughput.svg`, `W-latency.svg`, `W-ratio.svg`;
 //! `targets.md` then sets the issue's targets against the measured numbers.
 //! Every markdown file starts with the command that produced it, the
-//! machine, the git revision and the compiled features.
+//! machine, the git revision, the compiled features and the provenance of
+//! [`super::provenance`] (rustc, date, topology, kernel, allocator, trace).
 
 use crate::compare::measurement::measure::{git_dirty, git_revision};
 use crate::compare::output::plots::{command_line, write_plots, CHARTS};
@@ -62,6 +63,7 @@ fn provenance(report_like: &Report) -> String {
         }
     );
     let _ = writeln!(out, "- features: {}", report_like.features.join(", "));
+    out.push_str(&report_like.provenance.markdown());
     out
 }
 
@@ -195,26 +197,9 @@ fn memory_targets(out: &mut String, reports: &[(&str, &Report)]) {
     }
 }
 
-/// The issues' targets against `reports` (stem, report): capacity and
-/// reader targets (issue 7), lane CPU and memory targets (issue 13).
-pub fn targets_markdown(reports: &[(&str, &Report)]) -> String {
-    let mut out = String::from(
-        "# Efficiency targets (lane CPU, capacity, reader p99, memory), measured in this run\n\n",
-    );
-    if let Some((_, first)) = reports.first() {
-        out.push_str(&provenance(first));
-    }
-    out.push_str(
-        "\nEvery figure below comes from the capacity rows of the files next to this one \
-         (one process per command; with `--repeat N` each figure is the median of N runs \
-         interleaved round-robin). Absolute rates on a shared 2-core machine are noisy; \
-         ratios from the same run are the signal. Targets against upstream are judged on \
-         the median of the ratios taken within each repeat (paired: both rows of a ratio \
-         ran in the same round), shown with their range over the repeats; the ratio of the \
-         two medians is shown next to it.\n",
-    );
-    lane_cpu_targets(&mut out, reports);
-
+/// The capacity table: the best gate against the global-lock baseline
+/// (≥ 3×) and against upstream 1.6.1 (≥ 1.5×, judged on the paired ratio).
+fn capacity_targets(out: &mut String, reports: &[(&str, &Report)]) {
     out.push_str(
         "\n## Best gate vs the global-lock baseline (≥ 3×) and vs upstream 1.6.1 (≥ 1.5×)\n\n",
     );
@@ -232,11 +217,8 @@ pub fn targets_markdown(reports: &[(&str, &Report)]) -> String {
             match other.and_then(|r| r.events_per_s) {
                 Some(rate) if rate > 0.0 => {
                     let ratio = best_rate / rate;
-                    (
-                        format!("{rate:.0}"),
-                        format!("{ratio:.2}×"),
-                        met(ratio >= target).to_owned(),
-                    )
+                    let met = met(ratio >= target).to_owned();
+                    (format!("{rate:.0}"), format!("{ratio:.2}×"), met)
                 }
                 _ => ("-".to_owned(), "-".to_owned(), "not measured".to_owned()),
             }
@@ -255,11 +237,16 @@ pub fn targets_markdown(reports: &[(&str, &Report)]) -> String {
             pair.map_or("not measured", |p| met(p.median >= 1.5)),
         );
     }
+}
 
+/// The reader table: the optimistic and snapshot gates' run p99 against
+/// their read-only p99 (≤ 1.25×).
+fn reader_targets(out: &mut String, reports: &[(&str, &Report)]) {
     out.push_str(
         "\n## Optimistic and snapshot gates: reader p99 during the run ≤ 1.25× read-only p99\n\n",
     );
     out.push_str("| workload | row | read path | run p99 ns | read-only p99 ns | ratio | target |\n|---|---|---|---:|---:|---:|---|\n");
+    let ns = |v: Option<u64>| v.map_or("-".to_owned(), |v| v.to_string());
     for (stem, report) in reports {
         for row in gate_rows(report).filter(|r| r.read_path != "lock") {
             let ratio = p99_ratio(row);
@@ -268,17 +255,25 @@ pub fn targets_markdown(reports: &[(&str, &Report)]) -> String {
                 "| {stem} | {} | {} | {} | {} | {} | {} |",
                 row.label(),
                 row.read_path,
-                row.read_p99_ns.map_or("-".to_owned(), |v| v.to_string()),
-                row.read_only_p99_ns
-                    .map_or("-".to_owned(), |v| v.to_string()),
+                ns(row.read_p99_ns),
+                ns(row.read_only_p99_ns),
                 ratio.map_or("-".to_owned(), |r| format!("{r:.2}×")),
                 ratio.map_or("not measured", |r| met(r <= 1.25)),
             );
         }
     }
+}
 
-    memory_targets(&mut out, reports);
+/// `a ÷ b` as "1.23×", or "-".
+fn ratio_cell(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}×", a / b),
+        _ => "-".to_owned(),
+    }
+}
 
+/// The fast path against the general path over the whole stream, per gate.
+fn fast_path_table(out: &mut String, reports: &[(&str, &Report)]) {
     out.push_str(
         "\n## Fast path vs general path over the whole stream\n\n\
          The issue's target (general ÷ fast ≥ 2× for one-block decode stores) is a per-store \
@@ -298,21 +293,83 @@ pub fn targets_markdown(reports: &[(&str, &Report)]) -> String {
             let (Some(fast), Some(general)) = (pick(true), pick(false)) else {
                 continue;
             };
-            let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
-                (Some(a), Some(b)) if b > 0.0 => format!("{:.2}×", a / b),
-                _ => "-".to_owned(),
-            };
             let _ = writeln!(
                 out,
                 "| {stem} | {name} | {:.0} | {:.0} | {} | {} |",
                 fast.events_per_s.unwrap_or(0.0),
                 general.events_per_s.unwrap_or(0.0),
-                ratio(fast.events_per_s, general.events_per_s),
-                ratio(general.cpu_ns_per_event, fast.cpu_ns_per_event),
+                ratio_cell(fast.events_per_s, general.events_per_s),
+                ratio_cell(general.cpu_ns_per_event, fast.cpu_ns_per_event),
             );
         }
     }
+}
+
+/// The issues' targets against `reports` (stem, report): capacity and
+/// reader targets (issue 7), lane CPU and memory targets (issue 13).
+pub fn targets_markdown(reports: &[(&str, &Report)]) -> String {
+    let mut out = String::from(
+        "# Efficiency targets (lane CPU, capacity, reader p99, memory), measured in this run\n\n",
+    );
+    if let Some((_, first)) = reports.first() {
+        out.push_str(&provenance(first));
+    }
+    out.push_str(
+        "\nEvery figure below comes from the capacity rows of the files next to this one \
+         (one process per command; with `--repeat N` each figure is the median of N runs \
+         interleaved round-robin). Absolute rates on a shared 2-core machine are noisy; \
+         ratios from the same run are the signal. Targets against upstream are judged on \
+         the median of the ratios taken within each repeat (paired: both rows of a ratio \
+         ran in the same round), shown with their range over the repeats; the ratio of the \
+         two medians is shown next to it.\n",
+    );
+    lane_cpu_targets(&mut out, reports);
+    capacity_targets(&mut out, reports);
+    reader_targets(&mut out, reports);
+    memory_targets(&mut out, reports);
+    fast_path_table(&mut out, reports);
     out
+}
+
+/// The paper's workloads: the two presets and the trace at `trace`.
+fn paper_entries(trace: &Path) -> [Entry; 3] {
+    [
+        Entry {
+            stem: "agentx",
+            source: Source::Preset("agentx".to_owned()),
+        },
+        Entry {
+            stem: "chat",
+            source: Source::Preset("chat".to_owned()),
+        },
+        Entry {
+            stem: "mooncake",
+            source: Source::Trace(trace.to_path_buf()),
+        },
+    ]
+}
+
+/// The note a workload whose trace is absent leaves in `dir`.
+fn write_skipped(dir: &Path, stem: &str, path: &Path) -> Result<PathBuf, CompareError> {
+    let note = format!(
+        "# crtc compare: {stem}\n\nSkipped: the Mooncake trace `{}` was not found \
+         (pass `--trace PATH`).\n",
+        path.display()
+    );
+    let file = dir.join(format!("{stem}.md"));
+    write(&file, &note)?;
+    Ok(file)
+}
+
+/// A workload's markdown, JSON and charts in `dir`; the paths written.
+fn write_workload(dir: &Path, stem: &str, report: &Report) -> Result<Vec<PathBuf>, CompareError> {
+    let md = dir.join(format!("{stem}.md"));
+    write(&md, &workload_markdown(stem, report))?;
+    let json = dir.join(format!("{stem}.json"));
+    write(&json, &format!("{}\n", report.to_json()))?;
+    let mut written = vec![md, json];
+    written.extend(write_plots(report, dir, stem)?);
+    Ok(written)
 }
 
 /// Runs every paper workload with `options` (its source is replaced) and
@@ -326,20 +383,7 @@ pub fn write_paper(
 ) -> Result<Vec<(String, Report)>, CompareError> {
     std::fs::create_dir_all(dir)
         .map_err(|e| CompareError(format!("cannot create {}: {e}", dir.display())))?;
-    let entries = [
-        Entry {
-            stem: "agentx",
-            source: Source::Preset("agentx".to_owned()),
-        },
-        Entry {
-            stem: "chat",
-            source: Source::Preset("chat".to_owned()),
-        },
-        Entry {
-            stem: "mooncake",
-            source: Source::Trace(trace.to_path_buf()),
-        },
-    ];
+    let entries = paper_entries(trace);
     // The tree's state is read once, before any file is written: the files
     // this run writes must not make its later reports look dirty.
     let (revision, dirty) = (git_revision(), git_dirty());
@@ -348,20 +392,12 @@ pub fn write_paper(
     for entry in entries {
         if let Source::Trace(path) = &entry.source {
             if !path.exists() {
-                let note = format!(
-                    "# crtc compare: {}\n\nSkipped: the Mooncake trace `{}` was not found \
-                     (pass `--trace PATH`).\n",
-                    entry.stem,
-                    path.display()
-                );
-                let file = dir.join(format!("{}.md", entry.stem));
-                write(&file, &note)?;
+                written.push(write_skipped(dir, entry.stem, path)?);
                 say(&format!(
                     "skipped {}: {} not found\n",
                     entry.stem,
                     path.display()
                 ));
-                written.push(file);
                 continue;
             }
         }
@@ -376,13 +412,7 @@ pub fn write_paper(
             ..run(&run_options)?
         };
         say(&report.render());
-        let md = dir.join(format!("{}.md", entry.stem));
-        write(&md, &workload_markdown(entry.stem, &report))?;
-        let json = dir.join(format!("{}.json", entry.stem));
-        write(&json, &format!("{}\n", report.to_json()))?;
-        written.push(md);
-        written.push(json);
-        written.extend(write_plots(&report, dir, entry.stem)?);
+        written.extend(write_workload(dir, entry.stem, &report)?);
         reports.push((entry.stem.to_owned(), report));
     }
     let views: Vec<(&str, &Report)> = reports.iter().map(|(s, r)| (s.as_str(), r)).collect();

@@ -158,12 +158,11 @@ fn title_block(
     Ok(())
 }
 
-fn draw_on<Y>(
-    root: &DrawingArea<SVGBackend<'_>, Shift>,
-    chart: &mut ChartContext<'_, SVGBackend<'_>, Cartesian2d<RangedCoordf64, Y>>,
-    bars: &Bars,
-    floor: f64,
-) -> Result<(), String>
+/// A bar chart's plotting area over a value axis `Y`.
+type Chart<'a, 'b, Y> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, Y>>;
+
+/// The axes and the horizontal reference lines with their labels.
+fn draw_axes<Y>(chart: &mut Chart<'_, '_, Y>, bars: &Bars) -> Result<(), String>
 where
     Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
 {
@@ -185,53 +184,65 @@ where
                 BLACK.mix(0.5).stroke_width(1),
             ))
             .map_err(text_error)?;
+        let style = ("sans-serif", 12)
+            .into_font()
+            .color(&BLACK)
+            .pos(Pos::new(HPos::Right, VPos::Bottom));
         chart
-            .draw_series([Text::new(
-                text.clone(),
-                (n - 0.5, *value),
-                ("sans-serif", 12)
-                    .into_font()
-                    .color(&BLACK)
-                    .pos(Pos::new(HPos::Right, VPos::Bottom)),
-            )])
+            .draw_series([Text::new(text.clone(), (n - 0.5, *value), style)])
             .map_err(text_error)?;
     }
-    for bar in &bars.bars {
-        let center = bar.slot as f64 + bar.offset * bar.width;
-        let (left, right) = (center - 0.45 * bar.width, center + 0.45 * bar.width);
+    Ok(())
+}
+
+/// One bar from `floor`, its min–max whisker when it has one, and its
+/// value on top.
+fn draw_bar<Y>(chart: &mut Chart<'_, '_, Y>, bar: &Bar, floor: f64) -> Result<(), String>
+where
+    Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
+    let center = bar.slot as f64 + bar.offset * bar.width;
+    let (left, right) = (center - 0.45 * bar.width, center + 0.45 * bar.width);
+    chart
+        .draw_series([Rectangle::new(
+            [(left, floor), (right, bar.value)],
+            bar.color.filled(),
+        )])
+        .map_err(text_error)?;
+    if let Some([low, high]) = bar.range {
+        let (low, high) = (low.max(floor), high.max(floor));
+        let cap = 0.15 * bar.width;
+        let whisker = [
+            [(center, low), (center, high)],
+            [(center - cap, low), (center + cap, low)],
+            [(center - cap, high), (center + cap, high)],
+        ];
         chart
-            .draw_series([Rectangle::new(
-                [(left, floor), (right, bar.value)],
-                bar.color.filled(),
-            )])
-            .map_err(text_error)?;
-        if let Some([low, high]) = bar.range {
-            let (low, high) = (low.max(floor), high.max(floor));
-            let cap = 0.15 * bar.width;
-            let whisker = [
-                [(center, low), (center, high)],
-                [(center - cap, low), (center + cap, low)],
-                [(center - cap, high), (center + cap, high)],
-            ];
-            chart
-                .draw_series(
-                    whisker.map(|segment| PathElement::new(segment, BLACK.stroke_width(1))),
-                )
-                .map_err(text_error)?;
-        }
-        chart
-            .draw_series([Text::new(
-                bar.text.clone(),
-                (center, bar.value),
-                ("sans-serif", 11)
-                    .into_font()
-                    .color(&BLACK)
-                    .pos(Pos::new(HPos::Center, VPos::Bottom)),
-            )])
+            .draw_series(whisker.map(|segment| PathElement::new(segment, BLACK.stroke_width(1))))
             .map_err(text_error)?;
     }
-    // Category labels under the axis, placed in canvas pixels (`root` is
-    // the whole canvas, whose coordinates are the backend's).
+    let style = ("sans-serif", 11)
+        .into_font()
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Center, VPos::Bottom));
+    chart
+        .draw_series([Text::new(bar.text.clone(), (center, bar.value), style)])
+        .map_err(text_error)?;
+    Ok(())
+}
+
+/// Category labels under the axis, placed in canvas pixels (`root` is the
+/// whole canvas, whose coordinates are the backend's), and the legend in one
+/// row along the bottom of the canvas.
+fn draw_labels<Y>(
+    root: &DrawingArea<SVGBackend<'_>, Shift>,
+    chart: &Chart<'_, '_, Y>,
+    bars: &Bars,
+    floor: f64,
+) -> Result<(), String>
+where
+    Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
     for (i, (first, second)) in bars.categories.iter().enumerate() {
         let (x, y) = chart.backend_coord(&(i as f64, floor));
         let style = ("sans-serif", 13)
@@ -243,20 +254,32 @@ where
         root.draw(&Text::new(second.clone(), (x, y + 24), style))
             .map_err(text_error)?;
     }
-    // Legend, one row along the bottom of the canvas.
     let (mut x, y) = (96, HEIGHT as i32 - 26);
     for (name, color) in &bars.legend {
         root.draw(&Rectangle::new([(x, y), (x + 12, y + 12)], color.filled()))
             .map_err(text_error)?;
-        root.draw(&Text::new(
-            name.clone(),
-            (x + 18, y),
-            ("sans-serif", 13).into_font().color(&BLACK),
-        ))
-        .map_err(text_error)?;
+        let font = ("sans-serif", 13).into_font().color(&BLACK);
+        root.draw(&Text::new(name.clone(), (x + 18, y), font))
+            .map_err(text_error)?;
         x += 18 + 8 * name.chars().count() as i32 + 32;
     }
     Ok(())
+}
+
+fn draw_on<Y>(
+    root: &DrawingArea<SVGBackend<'_>, Shift>,
+    chart: &mut Chart<'_, '_, Y>,
+    bars: &Bars,
+    floor: f64,
+) -> Result<(), String>
+where
+    Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
+    draw_axes(chart, bars)?;
+    for bar in &bars.bars {
+        draw_bar(chart, bar, floor)?;
+    }
+    draw_labels(root, chart, bars, floor)
 }
 
 fn render(bars: &Bars, command: &str, path: &Path) -> Result<(), String> {
@@ -385,6 +408,22 @@ fn throughput(report: &Report, rows: &[&Row]) -> Bars {
 /// Reads one figure of a row.
 type Figure = fn(&Row) -> Option<u64>;
 
+/// A latency chart's category label: the strategy, then the path and the
+/// run p99 ÷ read-only p99.
+fn latency_category(r: &Row) -> (String, String) {
+    let path = match r.fast_path {
+        Some(true) => "fast",
+        Some(false) => "general",
+        None => "",
+    };
+    let second = match p99_ratio(r) {
+        Some(ratio) if path.is_empty() => format!("p99 x{ratio:.2}"),
+        Some(ratio) => format!("{path}, p99 x{ratio:.2}"),
+        None => path.to_owned(),
+    };
+    (r.strategy.clone(), second)
+}
+
 fn latency(report: &Report, rows: &[&Row]) -> Bars {
     let mut bars = Vec::new();
     let series: [(&str, RGBColor, Figure, &str); 3] = [
@@ -412,25 +451,7 @@ fn latency(report: &Report, rows: &[&Row]) -> Bars {
             }
         }
     }
-    let categories = rows
-        .iter()
-        .map(|r| {
-            let second = match (r.fast_path, p99_ratio(r)) {
-                (fast, Some(ratio)) => format!(
-                    "{}p99 x{ratio:.2}",
-                    match fast {
-                        Some(true) => "fast, ",
-                        Some(false) => "general, ",
-                        None => "",
-                    }
-                ),
-                (Some(true), None) => "fast".to_owned(),
-                (Some(false), None) => "general".to_owned(),
-                (None, None) => String::new(),
-            };
-            (r.strategy.clone(), second)
-        })
-        .collect();
+    let categories = rows.iter().map(|r| latency_category(r)).collect();
     Bars {
         title: format!("{}: find_matches latency, ns", report.workload.name),
         detail: format!(
@@ -512,7 +533,7 @@ fn escape(text: &str) -> String {
 }
 
 /// Puts `<title>` and `<desc>` right after the opening `<svg ...>` tag.
-fn add_metadata(path: &Path, title: &str, desc: &str) -> Result<(), String> {
+pub(crate) fn add_metadata(path: &Path, title: &str, desc: &str) -> Result<(), String> {
     let svg = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
     let Some(end) = svg
         .find("<svg")

@@ -3,6 +3,7 @@
 
 use crate::compare::checks::crosscheck::CrossCheck;
 use crate::compare::measurement::measure::{CpuClock, Machine};
+use crate::compare::output::provenance::Provenance;
 use crate::compare::output::repeat::RatioSummary;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -39,7 +40,14 @@ pub const ROW_KEYS: [&str; 25] = [
 ];
 
 /// Every top-level key of the `--json` document.
-pub const REPORT_KEYS: [&str; 5] = ["machine", "git_revision", "workload", "argv", "rows"];
+pub const REPORT_KEYS: [&str; 6] = [
+    "machine",
+    "git_revision",
+    "workload",
+    "argv",
+    "rows",
+    "provenance",
+];
 
 /// One measured configuration. `None` (JSON `null`) where the mode does not
 /// measure a figure.
@@ -220,6 +228,8 @@ pub struct Report {
     pub upstream_check: Option<CrossCheck>,
     /// Ratios between rows, per repeat, summarised (`output::repeat`).
     pub ratios: Vec<RatioSummary>,
+    /// Compiler, date, CPU topology, kernel, allocator and trace.
+    pub provenance: Provenance,
 }
 
 /// What the tables' units and columns mean.
@@ -229,7 +239,8 @@ restarts/read and fallbacks: lookups' retries over the run, as each gate reports
 (seqlock: optimistic restarts and writer-lock fallbacks; epoch: reads re-run under the node \
 mutex, no restarts; rwlock: none, its readers lock; writers' plans counted apart)";
 
-fn rate(value: Option<f64>) -> String {
+/// A rate as "1.23M", "45.6k" or "789"; "-" when unmeasured.
+pub(crate) fn rate(value: Option<f64>) -> String {
     match value {
         None => "-".to_owned(),
         Some(v) if v >= 1e6 => format!("{:.2}M", v / 1e6),
@@ -671,6 +682,7 @@ pub(crate) mod tests {
             git_dirty: false,
             upstream_check: None,
             ratios: Vec::new(),
+            provenance: Provenance::detect(None),
         }
     }
 
