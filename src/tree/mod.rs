@@ -84,6 +84,8 @@ pub enum EventOutcome {
 pub struct NodeInfo {
     /// Index of the parent in the returned list (`None` under the root).
     pub parent: Option<usize>,
+    /// The key the parent's child map holds the node under.
+    pub key: crate::types::LocalBlockHash,
     /// Blocks above the node's edge.
     pub depth: usize,
     /// The edge.
@@ -279,9 +281,9 @@ impl<G: ShapeGate> Tree<G> {
         let table = self.slots.table(&guard);
         let mut nodes = Vec::new();
         let roots = self.root.children.snapshot(&guard).into_iter();
-        let mut stack: Vec<(Option<usize>, usize, Arc<Node<G>>)> =
-            roots.map(|(_, c)| (None, 0, c)).collect();
-        while let Some((parent, depth, node)) = stack.pop() {
+        let mut stack: Vec<(Option<usize>, usize, _, Arc<Node<G>>)> =
+            roots.map(|(key, c)| (None, 0, key, c)).collect();
+        while let Some((parent, depth, key, node)) = stack.pop() {
             let mut info = node.gate.read(|s| {
                 let mut edge = Vec::new();
                 s.copy_pairs(0..s.len(), &mut edge);
@@ -294,6 +296,7 @@ impl<G: ShapeGate> Tree<G> {
                 s.for_each_cutoff(|slot, k| cutoffs.extend(table.owner(slot).map(|r| (r, k))));
                 NodeInfo {
                     parent,
+                    key,
                     depth,
                     edge,
                     full,
@@ -308,7 +311,7 @@ impl<G: ShapeGate> Tree<G> {
             stack.extend(
                 children
                     .into_iter()
-                    .map(|(_, c)| (Some(nodes.len()), below, c)),
+                    .map(|(key, c)| (Some(nodes.len()), below, key, c)),
             );
             nodes.push(info);
         }

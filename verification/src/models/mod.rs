@@ -18,7 +18,10 @@
 //! - [`unlink`] (loom): the stale-leaf sweep on the real tree, racing a
 //!   reader and a store on the leaf it unlinks;
 //! - [`scenarios`] (shuttle): whole-tree scenarios checked against the
-//!   reference model, and the decode storm with reader retry statistics.
+//!   reference model, with frees while the threads run;
+//! - [`storm`] (shuttle): the decode storms with reader retry statistics;
+//! - [`structure`]: the tree's structural invariants, walked from outside
+//!   through its topology (the shuttle scenarios check them after the join);
 //! - [`controls`]: negative controls, each run in a child process and
 //!   caught only when the property the suite names for it fails.
 //! - [`events`], [`observation`] and [`explorer`]: the event builders, the
@@ -47,6 +50,9 @@ pub mod observation;
 pub mod scenarios;
 #[cfg(crtc_loom)]
 pub mod slots;
+#[cfg(crtc_shuttle)]
+pub mod storm;
+pub mod structure;
 pub mod suites;
 #[cfg(crtc_loom)]
 pub mod sweep;
