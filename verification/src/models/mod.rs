@@ -15,6 +15,8 @@
 //! - [`sweep`] (loom): the one-in-flight sweep scheduling of `SweepTrigger`;
 //! - [`slots`] (loom): a lane's cached rank slot against the rank's
 //!   removal and the slot's reuse, on the real `SlotRegistry`;
+//! - [`ranks`] (loom): `remove_worker` and `Cleared` on the real tree
+//!   racing a split and a reader, with the removed rank's slot reused;
 //! - [`unlink`] (loom): the stale-leaf sweep on the real tree, racing a
 //!   reader and a store on the leaf it unlinks;
 //! - [`scenarios`] (shuttle): whole-tree scenarios checked against the
@@ -46,6 +48,8 @@ pub mod explorer;
 pub mod gate;
 pub mod grace;
 pub mod observation;
+#[cfg(crtc_loom)]
+pub mod ranks;
 #[cfg(crtc_shuttle)]
 pub mod scenarios;
 #[cfg(crtc_loom)]

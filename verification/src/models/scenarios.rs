@@ -65,9 +65,9 @@
 
 use super::structure::structural_faults;
 use super::{
-    grace, membership, model_config, observe, query, rank, reference_membership, run_once,
-    sequence, store, Explorer, Membership, NamedModel, Observation, QueryScores, ReadBounds,
-    Scenario, Suite,
+    apply_op, grace, membership, model_config, observe, query, rank, reference_membership,
+    run_once, sequence, store, Explorer, Membership, NamedModel, Observation, QueryScores,
+    ReadBounds, Scenario, Suite,
 };
 use crate::property::Property;
 use crate::reference::Reference;
@@ -97,15 +97,7 @@ pub enum Step {
 /// event.
 fn run_step<G: ShapeGate>(tree: &Tree<G>, lane: &mut Lane<G>, step: &Step) -> Option<String> {
     match step {
-        Step::Op(Op::Event(event)) => tree.apply_event(lane, event).err().map(|e| e.to_string()),
-        Step::Op(Op::RemoveWorker(worker)) => {
-            tree.remove_worker(&mut [lane], *worker);
-            None
-        }
-        Step::Op(Op::RemoveWorkerDpRank(rank)) => {
-            tree.remove_worker_dp_rank(&mut [lane], *rank);
-            None
-        }
+        Step::Op(op) => apply_op(tree, lane, op),
         Step::Sweep => {
             tree.sweep_stale();
             None
