@@ -14,7 +14,7 @@
 # verification/src/models/scenarios.rs).
 #
 # Usage: .ci/shuttle.sh [all|scenarios|mutants]   (default: all)
-# Knobs (CI defaults): CRTC_SHUTTLE_ITERS (3000 schedules per scheduler and
+# Knobs (CI defaults): CRTC_SHUTTLE_ITERS (500 schedules per scheduler and
 # seed), CRTC_SHUTTLE_STORM_ITERS (1000), CRTC_SHUTTLE_SEEDS ("1 2 3"),
 # CRTC_SHUTTLE_MUTANT_ITERS (300), CRTC_SHUTTLE_MUTANTS=0 skips the controls.
 # Builds in its own target dir (${CARGO_TARGET_DIR:-target}/shuttle). Prints
@@ -28,7 +28,7 @@ choose_filter "$0" "${1:-all}" scenarios shuttle_mutants
 
 export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }--cfg crtc_shuttle"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/shuttle"
-export CRTC_SHUTTLE_ITERS="${CRTC_SHUTTLE_ITERS:-3000}"
+export CRTC_SHUTTLE_ITERS="${CRTC_SHUTTLE_ITERS:-500}"
 export CRTC_SHUTTLE_STORM_ITERS="${CRTC_SHUTTLE_STORM_ITERS:-1000}"
 export CRTC_SHUTTLE_SEEDS="${CRTC_SHUTTLE_SEEDS:-1 2 3}"
 export CRTC_SHUTTLE_MUTANT_ITERS="${CRTC_SHUTTLE_MUTANT_ITERS:-300}"

@@ -22,8 +22,6 @@
 //! - [`scenarios`] (shuttle): whole-tree scenarios checked against the
 //!   reference model, with frees while the threads run;
 //! - [`storm`] (shuttle): the decode storms with reader retry statistics;
-//! - [`structure`]: the tree's structural invariants, walked from outside
-//!   through its topology (the shuttle scenarios check them after the join);
 //! - [`controls`]: negative controls, each run in a child process and
 //!   caught only when the property the suite names for it fails.
 //! - [`events`], [`observation`] and [`explorer`]: the event builders, the
@@ -56,7 +54,6 @@ pub mod scenarios;
 pub mod slots;
 #[cfg(crtc_shuttle)]
 pub mod storm;
-pub mod structure;
 pub mod suites;
 #[cfg(crtc_loom)]
 pub mod sweep;

@@ -23,7 +23,7 @@
 //! exactly 2, C nothing, since C never stored a block of `[1,2]`); no event
 //! is rejected and the final state is one of the serial outcomes (every
 //! order of lane 0's two steps and B's store, fast path off); the final tree
-//! passes the structural walk ([`structure`](super::structure)); in R1 C
+//! passes the structural walk ([`structure`](crate::structure)); in R1 C
 //! holds A's old slot.
 //!
 //! Negative control: `SlotRecycledBeforeGrace` (the release makes A's slot
@@ -32,12 +32,12 @@
 //! and read A's bit before the sweep resolves the slot to C, which took it
 //! meanwhile.
 
-use super::structure::structural_faults;
 use super::{
     apply_op, check_accepted_and_serial, grace, interleavings, model_config, observe, query, rank,
     store, summarize, Explorer, NamedModel, Observation, ReadBounds,
 };
 use crate::property::Property;
+use crate::structure::structural_faults;
 use crate::{check, violated, Op};
 use crtc::types::{OverlapScores, RouterEvent};
 use crtc::{Lane, Tree};

@@ -48,7 +48,8 @@
 //! serial order of strict events holds the same blocks, though node
 //! boundaries, the node count and the dump's grouping into events may
 //! differ between orders, so the racy scenarios compare membership, not the
-//! dump), and the tree's shape passes the structural walk ([`structure`]:
+//! dump), and the tree's shape passes the structural walk
+//! ([`structure`](crate::structure):
 //! edges chained from their parents, children keyed by their first local
 //! hash, coverage within edges and full on the parent, every coverage
 //! record owned). A worker has one rank, so its removal acts on the
@@ -63,7 +64,6 @@
 //! The **decode storms** live in [`storm`](super::storm) and are
 //! re-exported here.
 
-use super::structure::structural_faults;
 use super::{
     apply_op, grace, membership, model_config, observe, query, rank, reference_membership,
     run_once, sequence, store, Explorer, Membership, NamedModel, Observation, QueryScores,
@@ -71,6 +71,7 @@ use super::{
 };
 use crate::property::Property;
 use crate::reference::Reference;
+use crate::structure::structural_faults;
 use crate::{check, violated, Op};
 use crtc::types::RouterEvent;
 use crtc::{Lane, Tree};

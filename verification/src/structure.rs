@@ -2,9 +2,10 @@
 //! quiescent tree through its public diagnostics ([`Tree::topology`], which
 //! lists every node of the root's subtree with the key its parent holds it
 //! under, and [`Tree::membership_count`], which counts coverage records by
-//! raw slot, owned or not). The shuttle scenarios run it after the join, so
-//! a race that leaves a tree holding the right blocks in a broken shape
-//! fails there, not only a race that changes scores or membership.
+//! raw slot, owned or not). The shuttle scenarios and the loom rank-removal
+//! models (`models::scenarios`, `models::ranks`) run it after the join, so a
+//! race that leaves a tree holding the right blocks in a broken shape fails
+//! there, not only a race that changes scores or membership.
 //!
 //! Invariants (each fault names its node by the path of first local hashes
 //! from the root):
