@@ -37,7 +37,9 @@ pub use lane::{Counter, Lane, LaneCounters, Refusal, Tally};
 pub use store::StoreOutcome;
 pub use sweep::{SweepClaim, SweepPolicy, SweepReason, SweepStats, SweepTrigger, FOLD_THRESHOLD};
 
-use crate::types::{KvCacheEventData, KvError, RouterEvent, WorkerId, WorkerWithDpRank};
+use crate::types::{
+    KvCacheEventData, KvError, LocalBlockHash, RouterEvent, WorkerId, WorkerWithDpRank,
+};
 use crtc_strategies::sync::Arc;
 pub(crate) use crtc_strategies::Guard;
 use crtc_strategies::{Reclaim, RwLockGate, ShapeGate, ShapeRead, Slot};
@@ -85,7 +87,7 @@ pub struct NodeInfo {
     /// Index of the parent in the returned list (`None` under the root).
     pub parent: Option<usize>,
     /// The key the parent's child map holds the node under.
-    pub key: crate::types::LocalBlockHash,
+    pub key: LocalBlockHash,
     /// Blocks above the node's edge.
     pub depth: usize,
     /// The edge.
@@ -99,6 +101,10 @@ pub struct NodeInfo {
     /// Number of children.
     pub children: usize,
 }
+
+/// A node [`Tree::topology`] has yet to list: its parent's index, its depth,
+/// the key its parent holds it under, and the node.
+type Unlisted<G> = (Option<usize>, usize, LocalBlockHash, Arc<Node<G>>);
 
 /// The tree. `G` is the node synchronization strategy.
 pub struct Tree<G: ShapeGate = RwLockGate> {
@@ -281,8 +287,7 @@ impl<G: ShapeGate> Tree<G> {
         let table = self.slots.table(&guard);
         let mut nodes = Vec::new();
         let roots = self.root.children.snapshot(&guard).into_iter();
-        let mut stack: Vec<(Option<usize>, usize, _, Arc<Node<G>>)> =
-            roots.map(|(key, c)| (None, 0, key, c)).collect();
+        let mut stack: Vec<Unlisted<G>> = roots.map(|(key, c)| (None, 0, key, c)).collect();
         while let Some((parent, depth, key, node)) = stack.pop() {
             let mut info = node.gate.read(|s| {
                 let mut edge = Vec::new();

@@ -234,9 +234,12 @@ mod tests {
         assert_eq!(faults(&sound(), 4), Vec::<String>::new());
     }
 
+    /// A fault the report must name, and how to break a sound topology so.
+    type Break = (&'static str, fn(&mut Vec<NodeInfo>));
+
     #[test]
     fn each_broken_invariant_is_reported() {
-        let breaks: [(&str, fn(&mut Vec<NodeInfo>)); 7] = [
+        let breaks: [Break; 7] = [
             ("held under key", |n| n[1].key = LocalBlockHash(9)),
             ("does not chain", |n| n[1].edge[0].external.0 ^= 1),
             ("cut at 2", |n| n[2].cutoffs[0].1 = 2),
