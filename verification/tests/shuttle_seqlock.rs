@@ -25,7 +25,7 @@
 //!
 //! Knobs: `CRTC_SHUTTLE_ITERS` schedules per (scheduler, seed) (default
 //! 500), `CRTC_SHUTTLE_STORM_ITERS` for the storm (default 1000),
-//! `CRTC_SHUTTLE_SEEDS` (default `1 2 3`), PCT depth 3. Tests run in parallel: the checker reclaimer's state is
+//! `CRTC_SHUTTLE_SEEDS` (default `1 2 3`), PCT depth 3. Tests run in parallel: the grace reclaimer's state is
 //! per test thread, and the storms, which read the process-wide retry
 //! counters, each run alone in a child process (`models::alone`).
 //!
