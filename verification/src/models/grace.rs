@@ -325,6 +325,15 @@ pub fn take_freed() -> u64 {
     FREED_TOTAL.with(|t| t.replace(0))
 }
 
+/// Runs `f` as one whole execution, between [`begin_execution`] and
+/// [`end_execution`] (a model's one-execution setup runs).
+pub fn one_execution<T>(f: impl FnOnce() -> T) -> T {
+    begin_execution();
+    let value = f();
+    end_execution();
+    value
+}
+
 /// The blocks deferred work freed so far in the running execution: read at
 /// a model's join, it counts the frees made while the model's threads ran.
 pub fn freed_in_execution() -> u64 {

@@ -138,10 +138,7 @@ impl RankModel {
     /// Explores the model for gate `G`; panics when a check fails.
     pub fn check<G: ShapeGate>(self, explorer: &dyn Explorer) -> String {
         let serial = super::run_once(explorer, move || {
-            grace::begin_execution();
-            let serial = self.serial_outcomes::<G>();
-            grace::end_execution();
-            serial
+            grace::one_execution(|| self.serial_outcomes::<G>())
         });
         grace::take_freed();
         let bounds = self.bounds();
@@ -151,10 +148,13 @@ impl RankModel {
                 check_execution(self, &bounds, &serial, &execution);
             }))
         });
-        format!(
-            "{summary}; {} blocks freed by the reclaimer",
-            grace::take_freed()
-        )
+        let freed = grace::take_freed();
+        assert!(
+            freed > 0,
+            "{}: the reclaimer freed nothing (no premature free could show)",
+            self.name()
+        );
+        format!("{summary}; {freed} blocks freed by the reclaimer")
     }
 
     /// The final states of every order of lane 0's steps and B's store, on

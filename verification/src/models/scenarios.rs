@@ -459,20 +459,19 @@ pub fn serial_outcome<G: ShapeGate>(explorer: &dyn Explorer, case: &Case) -> Obs
     let scenario = case.scenario.clone();
     let steps = case.steps.clone();
     run_once(explorer, move || {
-        grace::begin_execution();
-        let (tree, mut lanes) = scenario.prepare::<G>(model_config(false));
-        for (lane, steps) in lanes.iter_mut().zip(&steps) {
-            for step in steps {
-                let rejected = run_step(&tree, lane, step);
-                assert!(rejected.is_none(), "a serial step applies: {rejected:?}");
+        grace::one_execution(|| {
+            let (tree, mut lanes) = scenario.prepare::<G>(model_config(false));
+            for (lane, steps) in lanes.iter_mut().zip(&steps) {
+                for step in steps {
+                    let rejected = run_step(&tree, lane, step);
+                    assert!(rejected.is_none(), "a serial step applies: {rejected:?}");
+                }
             }
-        }
-        tree.sweep_stale();
-        let observed = observe(&tree, &scenario.queries);
-        drop(lanes);
-        drop(tree);
-        grace::end_execution();
-        observed
+            tree.sweep_stale();
+            let observed = observe(&tree, &scenario.queries);
+            drop((lanes, tree));
+            observed
+        })
     })
 }
 
