@@ -13,6 +13,9 @@
 #       (verification/src/models/slots.rs)
 #   loom_mutex  the tree and gate models over the mutex gate of the outside
 #       crate gates/mutex-gate, with the mutants it honours
+#   loom_ranks  remove_worker with slot reuse (R1) and Cleared (R2) on the
+#       real tree racing a split and a reader, with the release's grace
+#       mutant (verification/src/models/ranks.rs)
 #
 # Usage: .ci/loom.sh [all|models|mutants]   (default: all)
 # Knobs (CI defaults): CRTC_LOOM_PREEMPTIONS (2); CRTC_LOOM_READS and
@@ -26,7 +29,7 @@ cd "$(dirname "$0")/.."
 
 source .ci/checkers.sh
 choose_filter "$0" "${1:-all}" models loom_mutants_are_caught sweep_negative_controls_fail \
-    slots_negative_controls_fail
+    slots_negative_controls_fail ranks_negative_controls_fail
 
 export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }--cfg crtc_loom"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/loom"
@@ -35,12 +38,12 @@ export CRTC_LOOM_PREEMPTIONS="${CRTC_LOOM_PREEMPTIONS:-2}"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 start=$SECONDS
-run_suites "$log" loom_rwlock loom_seqlock loom_epoch loom_sweep loom_slots loom_mutex
+run_suites "$log" loom_rwlock loom_seqlock loom_epoch loom_sweep loom_slots loom_ranks loom_mutex
 
 # One summary line: per gate, its models (executions, seconds) and its
 # negative controls (caught / total, with the catching model).
 parts=()
-for gate in rwlock seqlock epoch sweep slots mutex; do
+for gate in rwlock seqlock epoch sweep slots ranks mutex; do
     # "loom model <gate> <name> (<what>): <n> executions in <t> s (<bounds>[, capped at <cap> executions])"
     models=$(grep -oE "loom model $gate [A-Za-z0-9_]+ .*: [0-9]+ executions in [0-9.]+ s.*" "$log" |
         awk '{n = $4; for (i = 1; i <= NF; i++) if ($i == "executions" && $(i+1) == "in") {e = $(i-1); t = $(i+2)}

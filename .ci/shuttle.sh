@@ -1,20 +1,25 @@
 #!/usr/bin/env bash
-# shuttle step: whole-tree scenarios (2 writer lanes + 1 reader) and the
-# decode storms (1 writer lane + 2 readers on one hot leaf) for every gate,
-# built once with --features all-strategies, under random and PCT schedulers
-# with fixed seeds, checked against the reference model; plus the negative
-# controls shuttle can see (the RwLock four, the seqlock version bumps, epoch
-# writer exclusion), each caught by its named property or the step fails
-# (the ordering mutants are loom's). Test binaries: shuttle_rwlock,
+# shuttle step: whole-tree scenarios (2 writer lanes + 1 reader; the streams
+# hold clears, a worker's removal with a new worker on its slot, and
+# stale-leaf sweeps) and the decode storms (1 writer lane + 2 readers on one
+# hot leaf) for every gate over the grace-period reclaimer, which frees while
+# the threads run, built once with --features all-strategies, under random
+# and PCT schedulers with fixed seeds, checked against the reference model
+# and the structural walk; plus the negative controls shuttle can see (the
+# RwLock four, the seqlock version bumps, epoch writer exclusion, the
+# retire-before-unlink/unpublish pair and the sweep that frees before the
+# grace period), each caught by its named property or the step fails (the
+# ordering mutants are loom's). Test binaries: shuttle_rwlock,
 # shuttle_seqlock, shuttle_epoch (scenarios in
 # verification/src/models/scenarios.rs).
 #
 # Usage: .ci/shuttle.sh [all|scenarios|mutants]   (default: all)
-# Knobs (CI defaults): CRTC_SHUTTLE_ITERS (3000 schedules per scheduler and
+# Knobs (CI defaults): CRTC_SHUTTLE_ITERS (500 schedules per scheduler and
 # seed), CRTC_SHUTTLE_STORM_ITERS (1000), CRTC_SHUTTLE_SEEDS ("1 2 3"),
 # CRTC_SHUTTLE_MUTANT_ITERS (300), CRTC_SHUTTLE_MUTANTS=0 skips the controls.
 # Builds in its own target dir (${CARGO_TARGET_DIR:-target}/shuttle). Prints
-# one summary line.
+# one summary line, with the blocks the reclaimer freed before the joins of
+# each gate's scenario runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,7 +28,7 @@ choose_filter "$0" "${1:-all}" scenarios shuttle_mutants
 
 export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }--cfg crtc_shuttle"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/shuttle"
-export CRTC_SHUTTLE_ITERS="${CRTC_SHUTTLE_ITERS:-3000}"
+export CRTC_SHUTTLE_ITERS="${CRTC_SHUTTLE_ITERS:-500}"
 export CRTC_SHUTTLE_STORM_ITERS="${CRTC_SHUTTLE_STORM_ITERS:-1000}"
 export CRTC_SHUTTLE_SEEDS="${CRTC_SHUTTLE_SEEDS:-1 2 3}"
 export CRTC_SHUTTLE_MUTANT_ITERS="${CRTC_SHUTTLE_MUTANT_ITERS:-300}"
@@ -33,8 +38,9 @@ trap 'rm -f "$log"' EXIT
 start=$SECONDS
 run_suites "$log" shuttle_rwlock shuttle_seqlock shuttle_epoch
 
-# One summary line: per gate, its scenario runs (schedules, seconds), its
-# storms' retry distributions, and its negative controls.
+# One summary line: per gate, its scenario runs (schedules, seconds), the
+# blocks freed during them, its storms' retry distributions, and its negative
+# controls.
 parts=()
 for gate in rwlock seqlock epoch; do
     runs=$(grep -oE "^shuttle $gate [a-z (),-]+: [0-9]+ schedules in [0-9.]+ s" "$log" |
@@ -45,6 +51,11 @@ for gate in rwlock seqlock epoch; do
         schedules=$(printf '%s\n' "$runs" | awk -F'|' '{s += $2} END {print s + 0}')
         per_run=$(printf '%s\n' "$runs" | awk -F'|' 'NF {gsub(/ \(fast path /, "/", $1); gsub(/\)/, "", $1); gsub(/decode storm \(/, "storm/", $1); gsub(/ /, "_", $1); printf "%s%s=%ss", sep, $1, $3; sep=" "}')
         part+=" $count runs, $schedules schedules ($per_run)"
+    fi
+    freed=$(grep -oE "^shuttle $gate [a-z ()-]+: [0-9]+ schedules in .*; [0-9]+ blocks freed before the join" "$log" |
+        grep -oE "[0-9]+ blocks freed before the join" | awk '{s += $1} END {print s + 0}')
+    if [ "$freed" -gt 0 ]; then
+        part+=", $freed blocks freed during runs"
     fi
     retries=$(grep -oE "^shuttle $gate retry distribution \(lock step\): .*" "$log" |
         sed -E 's/.*: [0-9]+ reads in [0-9]+ schedules: restarts\/read mean ([0-9.]+), max ([0-9]+) \(window bound\), ([0-9]+) reads restarted, [0-9]+ restarts, ([0-9]+) pessimistic fallbacks.*/mean \1 max \2 restarts\/read, \4 fallbacks/' || true)

@@ -44,7 +44,9 @@ pub use slots::{CachedSlot, SlotRegistry, SlotTable};
 pub use store::StoreOutcome;
 pub use sweep::SweepStats;
 
-use crate::types::{KvCacheEventData, KvError, RouterEvent, WorkerId, WorkerWithDpRank};
+use crate::types::{
+    KvCacheEventData, KvError, LocalBlockHash, RouterEvent, WorkerId, WorkerWithDpRank,
+};
 use crtc_strategies::sync::Arc;
 pub(crate) use crtc_strategies::Guard;
 use crtc_strategies::{Reclaim, RwLockGate, ShapeGate, ShapeRead, Slot};
@@ -89,6 +91,8 @@ pub enum EventOutcome {
 pub struct NodeInfo {
     /// Index of the parent in the returned list (`None` under the root).
     pub parent: Option<usize>,
+    /// The key the parent's child map holds the node under.
+    pub key: LocalBlockHash,
     /// Blocks above the node's edge.
     pub depth: usize,
     /// The edge.
@@ -102,6 +106,10 @@ pub struct NodeInfo {
     /// Number of children.
     pub children: usize,
 }
+
+/// A node [`Tree::topology`] has yet to list: its parent's index, its depth,
+/// the key its parent holds it under, and the node.
+type Unlisted<G> = (Option<usize>, usize, LocalBlockHash, Arc<Node<G>>);
 
 /// The tree. `G` is the node synchronization strategy.
 pub struct Tree<G: ShapeGate = RwLockGate> {
@@ -286,9 +294,8 @@ impl<G: ShapeGate> Tree<G> {
         let table = self.slots.table(&guard);
         let mut nodes = Vec::new();
         let roots = self.root.children.snapshot(&guard).into_iter();
-        let mut stack: Vec<(Option<usize>, usize, Arc<Node<G>>)> =
-            roots.map(|(_, c)| (None, 0, c)).collect();
-        while let Some((parent, depth, node)) = stack.pop() {
+        let mut stack: Vec<Unlisted<G>> = roots.map(|(key, c)| (None, 0, key, c)).collect();
+        while let Some((parent, depth, key, node)) = stack.pop() {
             let mut info = node.gate.read(|s| {
                 let mut edge = Vec::new();
                 s.copy_pairs(0..s.len(), &mut edge);
@@ -301,6 +308,7 @@ impl<G: ShapeGate> Tree<G> {
                 s.for_each_cutoff(|slot, k| cutoffs.extend(table.owner(slot).map(|r| (r, k))));
                 NodeInfo {
                     parent,
+                    key,
                     depth,
                     edge,
                     full,
@@ -315,7 +323,7 @@ impl<G: ShapeGate> Tree<G> {
             stack.extend(
                 children
                     .into_iter()
-                    .map(|(_, c)| (Some(nodes.len()), below, c)),
+                    .map(|(key, c)| (Some(nodes.len()), below, key, c)),
             );
             nodes.push(info);
         }

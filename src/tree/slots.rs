@@ -377,7 +377,9 @@ impl<R: Reclaim> SlotRegistry<R> {
                 .iter()
                 .for_each(|&slot| self.table.cell(slot).vacate());
         }
-        R::wait_for_pinned_threads();
+        if !mutant!(SlotRecycledBeforeGrace) {
+            R::wait_for_pinned_threads();
+        }
         let mut issue = self.issue.lock();
         for &slot in slots {
             issue.pending.remove(&slot);

@@ -3,17 +3,18 @@
 //! epoch gate's publication, retirement, writer exclusion and reader
 //! length rule) and of the tree's sweep (its claim, in `crtc`'s
 //! `tree::scheduler`, and its frees, in `tree::children`) and of the lanes'
-//! cached rank slots (in `tree::slots`), compiled only into model-checker
-//! builds and selected at run time, so one checker build runs every
-//! negative control. Every mutation point, in the gates and in the tree, is
-//! a `mutant!(Name)` check.
+//! cached rank slots and the slots' release (in `tree::slots`), compiled
+//! only into model-checker builds and selected at run time, so one checker
+//! build runs every negative control. Every mutation point, in the gates and
+//! in the tree, is a `mutant!(Name)` check.
 //!
 //! Each variant's doc names the property whose check must fail on it. A
 //! model that does not fail on a mutant is too weak; the verification
 //! suites assert that every mutant of their gate's list is caught. The
 //! per-gate lists ([`Mutant::RWLOCK`], [`Mutant::SEQLOCK`],
-//! [`Mutant::EPOCH`]) and the tree's ([`Mutant::TREE`], run under every
-//! gate) are what the suites run; every mutant is in one of them.
+//! [`Mutant::EPOCH`]), the tree's ([`Mutant::TREE`], run under every
+//! gate) and rank removal's ([`Mutant::RANKS`], `loom_ranks`) are what the
+//! suites run; every mutant is in one of them.
 
 use crate::checker_state;
 use crate::gate::{append_eligibility, AppendMiss};
@@ -114,6 +115,13 @@ pub enum Mutant {
     /// the mapping lookup instead of before, so an unmap the lookup missed
     /// can pass as seen. Must fail `slot-owned`.
     SlotStampAfterLookup = 22,
+    /// Rank slots: `release` makes the swept slots reusable at once, without
+    /// waiting for the threads pinned before it (the grace period after the
+    /// removal's sweep; checked in `crtc::tree::slots`), so a reader that
+    /// read the removed rank's bits before the sweep resolves them to the
+    /// new rank that took the slot. Must fail `read-bounds` (the new rank
+    /// credited with blocks it never stored) in `loom_ranks`.
+    SlotRecycledBeforeGrace = 50,
 }
 
 impl Mutant {
@@ -150,8 +158,11 @@ impl Mutant {
         Mutant::EpochReadsReplacedSnapshotLength,
     ];
 
+    /// The mutants of rank removal on the real tree (`loom_ranks`).
+    pub const RANKS: [Mutant; 1] = [Mutant::SlotRecycledBeforeGrace];
+
     /// Every mutant, for lookups by name or id.
-    pub const ALL: [Mutant; 22] = [
+    pub const ALL: [Mutant; 23] = [
         Mutant::SkipInternalCheck,
         Mutant::ClearBitBeforeCutoff,
         Mutant::NoInvalidation,
@@ -174,6 +185,7 @@ impl Mutant {
         Mutant::EpochReadsReplacedSnapshotLength,
         Mutant::SlotCacheIgnoresUnmaps,
         Mutant::SlotStampAfterLookup,
+        Mutant::SlotRecycledBeforeGrace,
     ];
 
     /// The mutant with numeric id `id` (`Mutant as u8`; 0 is [`Mutant::None`]).

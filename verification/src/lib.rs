@@ -41,6 +41,7 @@ pub mod reference;
 pub mod rng;
 pub mod seeds;
 pub mod stream;
+pub mod structure;
 pub mod tree_backends;
 pub mod workload;
 

@@ -1,7 +1,9 @@
 //! loom model of rank-slot reuse on the real `SlotRegistry`
 //! (`crtc_verification::models::slots`): a lane's cached slot never writes
 //! after the removal's sweep of that slot. Gate-independent (the registry is
-//! the tree's).
+//! the tree's). One word stands for the tree's coverage here; the real
+//! removal paths on the tree (`remove_worker`, `Cleared`, slot reuse) are
+//! `loom_ranks`.
 //!
 //! Negative controls (`slots_negative_controls_fail`), each in a child
 //! process of this binary: the mutants `SlotCacheIgnoresUnmaps` (a cached

@@ -1,15 +1,19 @@
 //! shuttle tests of the seqlock tree (papers/protocols.md §5):
 //! whole-tree scenarios too big for loom, explored by shuttle's random and
 //! PCT schedulers (the seqlock gate), instantiated from
-//! `crtc_verification::models::scenarios` for `SeqlockGate`. Built only with
+//! `crtc_verification::models::scenarios` for `SeqlockGate<GraceReclaim>`
+//! (frees while the threads run, checked by the quarantining allocator;
+//! `models::grace`). Built only with
 //! `--cfg crtc_shuttle`, where the tree's locks, atomics and threads come
 //! from shuttle through the facade. Shuttle models every atomic as SeqCst:
 //! ordering bugs are loom's job (`loom_seqlock.rs`).
 //!
 //! - **mixed**, **hot leaf**, **private subtrees** (fast path on and off):
 //!   two writer lanes and a reader; reads stay within their bounds, no event
-//!   is rejected, the final scores equal the reference model's, and the
-//!   conflict-free scenario's final state equals the serial outcome;
+//!   is rejected, the final scores and membership equal the reference
+//!   model's, the final shape passes the structural walk, and the
+//!   conflict-free scenario's final state equals the serial outcome (the
+//!   streams hold clears, a worker's removal and sweeps);
 //! - **decode storm**: one writer lane decodes a chain on one hot leaf for
 //!   two ranks in lock step while two readers score the chain; every read
 //!   completes within its bounds, and the retry counters (`OPTIMISTIC_RESTARTS`,
@@ -20,25 +24,35 @@
 //!   inflates them; the benches give the real rate).
 //!
 //! Knobs: `CRTC_SHUTTLE_ITERS` schedules per (scheduler, seed) (default
-//! 3000), `CRTC_SHUTTLE_STORM_ITERS` for the storm (default 1000),
-//! `CRTC_SHUTTLE_SEEDS` (default `1 2 3`), PCT depth 3. Tests run in parallel: the checker reclaimer's state is
+//! 500), `CRTC_SHUTTLE_STORM_ITERS` for the storm (default 1000),
+//! `CRTC_SHUTTLE_SEEDS` (default `1 2 3`), PCT depth 3. Tests run in parallel: the grace reclaimer's state is
 //! per test thread, and the storms, which read the process-wide retry
 //! counters, each run alone in a child process (`models::alone`).
 //!
-//! `shuttle_mutants` runs the gate's version-bump mutants against the
-//! scenarios in child processes (`CRTC_SHUTTLE_MUTANT_ITERS`, default 300);
-//! each must fail its named property. The ordering mutants are invisible to
-//! shuttle by design (every atomic is SeqCst) and are loom's.
+//! `shuttle_mutants` runs the gate's version-bump mutants (caught as
+//! `read-bounds`), its out-of-line array retired before it is unpublished
+//! and the tree's sweep that frees before the grace period (both caught as
+//! `no-free-while-held`) against the scenarios in child processes
+//! (`CRTC_SHUTTLE_MUTANT_ITERS`, default 300); each must fail its named
+//! property. The ordering mutants are invisible to shuttle by design (every
+//! atomic is SeqCst) and are loom's.
 
 #![cfg(all(crtc_shuttle, feature = "seqlock"))]
 
 use crtc_strategies::mutants::Mutant;
 use crtc_strategies::seqlock::{OPTIMISTIC_RESTARTS, PESSIMISTIC_FALLBACKS};
 use crtc_strategies::SeqlockGate;
+use crtc_verification::models::grace::{GraceReclaim, QuarantineAlloc};
 use crtc_verification::models::scenarios::RetryStats;
 use crtc_verification::models::Property;
 
+#[global_allocator]
+static ALLOC: QuarantineAlloc = QuarantineAlloc;
+
 crtc_verification::shuttle_explorer!(Shuttle);
+
+/// The gate of every run, over the grace-period reclaimer.
+type G = SeqlockGate<GraceReclaim>;
 
 /// Most pessimistic fallbacks in the lock-step storm, in percent of the
 /// reads. Under shuttle's schedulers (a switch at every atomic access) a
@@ -66,16 +80,28 @@ fn bounded_retries(stats: &RetryStats, lock_step: bool) {
 }
 
 // Negative controls: the version-bump mutants, which show under sequential
-// consistency. The fence and publication-order mutants
+// consistency, and the two that free memory a pinned reader may hold (an
+// array retired before it is unpublished, a sweep's child map freed at once),
+// which the grace reclaimer reports. The fence and publication-order mutants
 // (`NoReaderAcquireFence`, `NoWriterReleaseFence`, `LenBeforePairs`) are
 // invisible to shuttle, which runs every atomic as SeqCst; loom catches
 // them (`loom_seqlock.rs`).
 crtc_verification::shuttle_gate_tests! {
-    gate: SeqlockGate,
+    gate: G,
     name: "seqlock",
     explorer: Shuttle,
     retries: || (OPTIMISTIC_RESTARTS.get(), PESSIMISTIC_FALLBACKS.get()),
     check_storm: bounded_retries,
-    mutants: [Mutant::DemotingAppendWithoutBump, Mutant::SplitWithoutBump],
-    catch: |_| Property::ReadBounds,
+    mutants: [
+        Mutant::DemotingAppendWithoutBump,
+        Mutant::SplitWithoutBump,
+        Mutant::SeqlockRetireBeforeUnpublish,
+        Mutant::SweepFreesBeforeGrace,
+    ],
+    catch: |mutant| match mutant {
+        Mutant::SeqlockRetireBeforeUnpublish | Mutant::SweepFreesBeforeGrace => {
+            Property::NoFreeWhileHeld
+        }
+        _ => Property::ReadBounds,
+    },
 }

@@ -4,6 +4,7 @@
 
 use crate::chain::{chained, tail_hash};
 use crate::property::Property;
+use crate::Op;
 use crtc::types::{ExternalSequenceBlockHash, LocalBlockHash, RouterEvent, WorkerWithDpRank};
 use crtc::SweepPolicy;
 use crtc::{EventOutcome, Lane, Tree, TreeConfig};
@@ -65,6 +66,22 @@ pub fn apply_ok<G: ShapeGate>(
     match tree.apply_event(lane, event) {
         Ok(outcome) => outcome,
         Err(e) => crate::violated!(Property::Accepted, "event {event:?} was rejected: {e}"),
+    }
+}
+
+/// Applies `op` on `lane`, which must be the only lane a removed worker's
+/// ranks use; returns the tree's refusal of an event, as text.
+pub fn apply_op<G: ShapeGate>(tree: &Tree<G>, lane: &mut Lane<G>, op: &Op) -> Option<String> {
+    match op {
+        Op::Event(event) => tree.apply_event(lane, event).err().map(|e| e.to_string()),
+        Op::RemoveWorker(worker) => {
+            tree.remove_worker(&mut [lane], *worker);
+            None
+        }
+        Op::RemoveWorkerDpRank(rank) => {
+            tree.remove_worker_dp_rank(&mut [lane], *rank);
+            None
+        }
     }
 }
 

@@ -325,6 +325,21 @@ pub fn take_freed() -> u64 {
     FREED_TOTAL.with(|t| t.replace(0))
 }
 
+/// Runs `f` as one whole execution, between [`begin_execution`] and
+/// [`end_execution`] (a model's one-execution setup runs).
+pub fn one_execution<T>(f: impl FnOnce() -> T) -> T {
+    begin_execution();
+    let value = f();
+    end_execution();
+    value
+}
+
+/// The blocks deferred work freed so far in the running execution: read at
+/// a model's join, it counts the frees made while the model's threads ran.
+pub fn freed_in_execution() -> u64 {
+    with_state(|s| s.freed)
+}
+
 /// Whether the test binary installed [`QuarantineAlloc`].
 pub fn quarantine_installed() -> bool {
     quarantine::installed()
@@ -376,11 +391,15 @@ mod quarantine {
     use std::alloc::GlobalAlloc;
 
     /// Most blocks held per execution; more are freed normally (and the
-    /// overflow is reported by `capture`).
-    const CAPACITY: usize = 2048;
+    /// overflow is reported by `capture`). A shuttle scenario (two writers'
+    /// streams with clears, a worker's removal and sweeps) frees a few
+    /// thousand blocks per execution.
+    const CAPACITY: usize = 16384;
 
-    /// Most blocks pinned threads may hold at once; more fail the model.
-    const WATCH_CAPACITY: usize = 64;
+    /// Most blocks pinned threads may hold at once; more fail the model. A
+    /// removal's sweep walks the whole tree of a shuttle scenario under one
+    /// pin.
+    const WATCH_CAPACITY: usize = 512;
 
     struct Watched {
         blocks: [usize; WATCH_CAPACITY],

@@ -15,10 +15,13 @@
 //! - [`sweep`] (loom): the one-in-flight sweep scheduling of `SweepTrigger`;
 //! - [`slots`] (loom): a lane's cached rank slot against the rank's
 //!   removal and the slot's reuse, on the real `SlotRegistry`;
+//! - [`ranks`] (loom): `remove_worker` and `Cleared` on the real tree
+//!   racing a split and a reader, with the removed rank's slot reused;
 //! - [`unlink`] (loom): the stale-leaf sweep on the real tree, racing a
 //!   reader and a store on the leaf it unlinks;
 //! - [`scenarios`] (shuttle): whole-tree scenarios checked against the
-//!   reference model, and the decode storm with reader retry statistics.
+//!   reference model, with frees while the threads run;
+//! - [`storm`] (shuttle): the decode storms with reader retry statistics;
 //! - [`controls`]: negative controls, each run in a child process and
 //!   caught only when the property the suite names for it fails.
 //! - [`events`], [`observation`] and [`explorer`]: the event builders, the
@@ -43,10 +46,14 @@ pub mod explorer;
 pub mod gate;
 pub mod grace;
 pub mod observation;
+#[cfg(crtc_loom)]
+pub mod ranks;
 #[cfg(crtc_shuttle)]
 pub mod scenarios;
 #[cfg(crtc_loom)]
 pub mod slots;
+#[cfg(crtc_shuttle)]
+pub mod storm;
 pub mod suites;
 #[cfg(crtc_loom)]
 pub mod sweep;

@@ -5,66 +5,132 @@
 //!
 //! Every scenario has two writer threads (each with its own lane, each owning
 //! two ranks) and one reader thread; ranks share prefixes across the writers.
-//! The streams are strict (evictions leaf-first, no holes), fixed up front:
+//! A writer's stream is a list of [`Step`]s: events, a worker's removal
+//! (`Tree::remove_worker` with the writer's own lane, where the worker's one
+//! rank lives) and stale-leaf sweeps (`Tree::sweep_stale`, as a lane thread
+//! runs one). The streams are strict (evictions leaf-first, no holes), fixed
+//! up front:
 //!
 //! - **mixed**: a shared system prompt (setup), then per rank a continuation
 //!   (two ranks on different writers share it), decode storms on the shared
 //!   leaf (racing appends of the same blocks) and on private leaves,
 //!   divergent stores that split the system prompt, leaf-first evictions,
-//!   decoding again from the new tail, and new prompts from the root racing
-//!   across the writers (one identical pair, one diverging inside).
+//!   decoding again from the new tail, a `Cleared` of one rank and the
+//!   removal of another's worker (each followed by a sweep, which unlinks
+//!   the leaves they left without holders, while the reader may walk into
+//!   them), a new worker that takes the released slot, and new prompts from
+//!   the root racing across the writers (one identical pair, one diverging
+//!   inside).
 //! - **hot leaf**: all four ranks decode the same chain one block at a time
-//!   on one leaf, then two of them evict their tails and branch off.
+//!   on one leaf, then two of them evict their tails and branch off; one
+//!   rank is cleared and decodes again, another's worker is removed and a
+//!   new worker takes its slot.
 //! - **private subtrees**: each writer's ranks live under their own root
-//!   child (prompts, decode storms, divergent stores, evictions); the writers
-//!   share only the root, so the final state does not depend on the
-//!   interleaving (conflict-free).
+//!   child (prompts, decode storms, divergent stores, evictions, a clear or
+//!   a worker's removal with a new worker, sweeps); the writers share only
+//!   the root, so the final state does not depend on the interleaving
+//!   (conflict-free).
+//!
+//! Every schedule runs over the grace-period reclaimer and its quarantining
+//! allocator ([`grace`]; the test binaries instantiate the gates with
+//! `GraceReclaim`): retired memory is freed as soon as every thread pinned
+//! at its retirement has unpinned, while the threads run, and a block freed
+//! while a pinned thread holds it fails the schedule (`no-free-while-held`).
+//! Each scenario reports how many blocks the reclaimer freed before the
+//! join, summed over its schedules, and fails if it freed none.
 //!
 //! Checks: every read during the run stays within `ReadBounds` (C1: at most
 //! the blocks the rank ever stored; at least the setup blocks it never
-//! evicts); after the join, no event was rejected (C4) and every query's
-//! scores equal the reference model's held prefix for every rank (C2, strict
-//! streams), and the tree holds exactly the (rank, block, parent) entries the
-//! reference model holds after every event (`membership`: every serial order
-//! of strict events holds the same blocks, though node boundaries, the node
-//! count and the dump's grouping into events may differ between orders, so
-//! the racy scenarios compare membership, not the dump); for the
-//! conflict-free scenario, the final state (scores, sorted dump, node count)
-//! with the fast path on, and with it off, equals the serial fast-path-off
-//! outcome. Not checked for the racy scenarios: that the node count is one
-//! a serial order reaches (the serial orders of two 20-event writers are too
-//! many to enumerate; loom's L2–L4 check it on small models).
+//! evicts or clears); after the join, no event was rejected (C4) and every
+//! query's scores equal the reference model's held prefix for every rank
+//! (C2, strict streams), the tree holds exactly the (rank, block, parent)
+//! entries the reference model holds after every event (`membership`: every
+//! serial order of strict events holds the same blocks, though node
+//! boundaries, the node count and the dump's grouping into events may
+//! differ between orders, so the racy scenarios compare membership, not the
+//! dump), and the tree's shape passes the structural walk
+//! ([`structure`](crate::structure):
+//! edges chained from their parents, children keyed by their first local
+//! hash, coverage within edges and full on the parent, every coverage
+//! record owned). A worker has one rank, so its removal acts on the
+//! reference model and on the read bounds as that rank's `Cleared`. For the
+//! conflict-free scenario, the final state after one more sweep (scores,
+//! sorted dump, node count) with the fast path on, and with it off, equals
+//! the serial fast-path-off outcome. Not checked for the racy scenarios:
+//! that the node count is one a serial order reaches (the serial orders of
+//! two 20-event writers are too many to enumerate; loom's L2–L4 check it on
+//! small models).
 //!
-//! The **decode storms** ([`Storm`]): one writer lane decodes a chain on one
-//! hot leaf, either one rank alone (pure appends) or two ranks in lock step
-//! (every append of the first rank demotes the second, a structural change
-//! for the seqlock gate), while two reader threads score the whole chain
-//! over and over. Every read must stay within its bounds and complete; the
-//! gate's retry counters (process-wide, read before and after each read and
-//! each schedule) give the retry distribution.
+//! The **decode storms** live in [`storm`](super::storm) and are
+//! re-exported here.
 
 use super::{
-    membership, model_config, observe, query, rank, reference_membership, run_once, sequence,
-    store, Explorer, Membership, NamedModel, Observation, QueryScores, ReadBounds, Scenario, Suite,
+    apply_op, grace, membership, model_config, observe, query, rank, reference_membership,
+    run_once, sequence, store, Explorer, Membership, NamedModel, Observation, QueryScores,
+    ReadBounds, Scenario, Suite,
 };
 use crate::property::Property;
 use crate::reference::Reference;
-use crate::{check, violated};
+use crate::structure::structural_faults;
+use crate::{check, violated, Op};
 use crtc::types::RouterEvent;
+use crtc::{Lane, Tree};
 use crtc_strategies::sync::{thread, Arc};
 use crtc_strategies::ShapeGate;
-use std::cell::RefCell;
+use std::cell::Cell;
 use std::time::Instant;
+
+pub use super::storm::{RetryCounters, RetryStats, Storm};
 
 /// Rounds the reader makes over its queries.
 const READER_ROUNDS: usize = 2;
+
+/// One step of a writer thread.
+#[derive(Clone, Debug)]
+pub enum Step {
+    /// An event, or a removal of a worker whose ranks live on this lane.
+    Op(Op),
+    /// A stale-leaf sweep on this thread (skipped when one is in flight).
+    Sweep,
+}
+
+/// Runs one step on `lane`; returns the rejection, if the tree refused an
+/// event.
+fn run_step<G: ShapeGate>(tree: &Tree<G>, lane: &mut Lane<G>, step: &Step) -> Option<String> {
+    match step {
+        Step::Op(op) => apply_op(tree, lane, op),
+        Step::Sweep => {
+            tree.sweep_stale();
+            None
+        }
+    }
+}
+
+/// A step as the reference model and the read bounds see it: an event, a
+/// worker's removal as its one rank's `Cleared`, nothing for a sweep.
+fn as_event(step: &Step) -> Option<RouterEvent> {
+    match step {
+        Step::Op(Op::Event(event)) => Some(event.clone()),
+        Step::Op(Op::RemoveWorker(worker)) => Some(RouterEvent::cleared(rank(*worker))),
+        Step::Op(Op::RemoveWorkerDpRank(r)) => Some(RouterEvent::cleared(*r)),
+        Step::Sweep => None,
+    }
+}
+
+/// The events of setup steps (which are events only).
+pub(super) fn setup_events(steps: Vec<Step>) -> impl Iterator<Item = RouterEvent> {
+    steps.into_iter().map(|step| match step {
+        Step::Op(Op::Event(event)) => event,
+        other => panic!("a setup holds events only, not {other:?}"),
+    })
+}
 
 /// One rank's stream, built step by step; remembers every sequence it
 /// stored so the queries can cover them.
 pub struct RankStream {
     worker: u64,
     seq: Vec<u64>,
-    events: Vec<RouterEvent>,
+    steps: Vec<Step>,
     sequences: Vec<Vec<u64>>,
 }
 
@@ -74,14 +140,19 @@ impl RankStream {
         Self {
             worker,
             seq: Vec::new(),
-            events: Vec::new(),
+            steps: Vec::new(),
             sequences: Vec::new(),
         }
     }
 
+    fn push(&mut self, event: RouterEvent) -> &mut Self {
+        self.steps.push(Step::Op(Op::Event(event)));
+        self
+    }
+
     /// Stores `locals` under the current sequence (from the root when empty).
     pub fn extend(&mut self, locals: &[u64]) -> &mut Self {
-        self.events.push(store(self.worker, &self.seq, locals));
+        self.push(store(self.worker, &self.seq, locals));
         self.seq.extend_from_slice(locals);
         self.sequences.push(self.seq.clone());
         self
@@ -105,11 +176,11 @@ impl RankStream {
     /// current sequence (a side branch; the current sequence stays).
     pub fn branch(&mut self, keep: usize, locals: &[u64]) -> &mut Self {
         let prefix = &self.seq[..keep];
-        self.events.push(store(self.worker, prefix, locals));
+        let event = store(self.worker, prefix, locals);
         let mut branch = prefix.to_vec();
         branch.extend_from_slice(locals);
         self.sequences.push(branch);
-        self
+        self.push(event)
     }
 
     /// Evicts the last `n` blocks of the current sequence, leaf first.
@@ -117,20 +188,45 @@ impl RankStream {
         let hashes = sequence(&self.seq);
         let cut = self.seq.len() - n;
         let evicted = hashes[cut..].iter().rev().copied().collect();
-        self.events
-            .push(RouterEvent::removed(rank(self.worker), evicted));
         self.seq.truncate(cut);
+        self.push(RouterEvent::removed(rank(self.worker), evicted))
+    }
+
+    /// The rank drops everything it holds (`Cleared`; it keeps its slot).
+    pub fn clear(&mut self) -> &mut Self {
+        self.seq.clear();
+        self.push(RouterEvent::cleared(rank(self.worker)))
+    }
+
+    /// The rank's worker is removed (its slot is swept and released).
+    pub fn remove_worker(&mut self) -> &mut Self {
+        self.seq.clear();
+        self.steps.push(Step::Op(Op::RemoveWorker(self.worker)));
         self
     }
 
-    /// Moves the events built so far out (e.g. into the setup).
-    pub fn take(&mut self) -> Vec<RouterEvent> {
-        std::mem::take(&mut self.events)
+    /// The stream goes on as a new worker's rank (on the same writer), which
+    /// takes the lowest released slot with its first store.
+    pub fn rejoin_as(&mut self, worker: u64) -> &mut Self {
+        self.worker = worker;
+        self.seq.clear();
+        self
+    }
+
+    /// A stale-leaf sweep on this rank's writer.
+    pub fn sweep(&mut self) -> &mut Self {
+        self.steps.push(Step::Sweep);
+        self
+    }
+
+    /// Moves the steps built so far out (e.g. into the setup).
+    pub fn take(&mut self) -> Vec<Step> {
+        std::mem::take(&mut self.steps)
     }
 }
 
-/// Round-robin merge of two ranks' event lists (one writer's stream).
-fn interleave(a: Vec<RouterEvent>, b: Vec<RouterEvent>) -> Vec<RouterEvent> {
+/// Round-robin merge of two ranks' step lists (one writer's stream).
+pub(super) fn interleave(a: Vec<Step>, b: Vec<Step>) -> Vec<Step> {
     let mut out = Vec::with_capacity(a.len() + b.len());
     let (mut a, mut b) = (a.into_iter(), b.into_iter());
     loop {
@@ -143,8 +239,11 @@ fn interleave(a: Vec<RouterEvent>, b: Vec<RouterEvent>) -> Vec<RouterEvent> {
 
 /// A shuttle scenario and everything its checks need, computed up front.
 pub struct Case {
-    /// The scenario.
+    /// The scenario as events (see [`as_event`]): setup, queries, and the
+    /// events the reference model and the read bounds see.
     pub scenario: Scenario,
+    /// What each writer thread runs.
+    pub steps: Vec<Vec<Step>>,
     /// The reader's queries (raw locals).
     pub reader_queries: Vec<Vec<u64>>,
     /// Whether the final state is independent of the interleaving.
@@ -153,93 +252,113 @@ pub struct Case {
 
 impl Case {
     /// Builds a case from four rank streams: ranks 0 and 1 on writer 0,
-    /// ranks 2 and 3 on writer 1. `setup` events were taken before.
+    /// ranks 2 and 3 on writer 1. `setup` steps (events only) were taken
+    /// before.
     pub fn new(
         name: &'static str,
-        setup: [Vec<RouterEvent>; 4],
+        setup: [Vec<Step>; 4],
         mut ranks: [RankStream; 4],
         conflict_free: bool,
     ) -> Self {
         let setup = setup
             .into_iter()
             .enumerate()
-            .flat_map(|(i, events)| events.into_iter().map(move |e| (i / 2, e)))
+            .flat_map(|(i, steps)| setup_events(steps).map(move |e| (i / 2, e)))
             .collect();
         let [r0, r1, r2, r3] = &mut ranks;
-        let threads = vec![
+        let steps = vec![
             interleave(r0.take(), r1.take()),
             interleave(r2.take(), r3.take()),
         ];
-        let mut queries: Vec<Vec<u64>> = vec![Vec::new()];
-        for r in &ranks {
-            queries.extend(r.sequences.iter().cloned());
-            queries.push(r.seq.clone());
-        }
-        // One query runs past everything stored.
-        if let Some(mut stray) = ranks[0].sequences.last().cloned() {
-            stray.push(0x57a7);
-            queries.push(stray);
-        }
-        let mut seen = Vec::new();
-        queries.retain(|q| {
-            let fresh = !seen.contains(q);
-            seen.push(q.clone());
-            fresh
-        });
-        // The reader asks, per rank, its longest and its last sequence.
-        let mut reader_queries: Vec<Vec<u64>> = Vec::new();
-        for r in &ranks {
-            let longest = r.sequences.iter().max_by_key(|s| s.len());
-            for q in longest.into_iter().chain([&r.seq]) {
-                if !q.is_empty() && !reader_queries.contains(q) {
-                    reader_queries.push(q.clone());
-                }
-            }
-        }
+        let threads = steps
+            .iter()
+            .map(|s| s.iter().filter_map(as_event).collect())
+            .collect();
         Self {
             scenario: Scenario {
                 name,
                 setup,
                 threads,
-                queries,
+                queries: final_queries(&ranks),
             },
-            reader_queries,
+            steps,
+            reader_queries: reader_queries(&ranks),
             conflict_free,
         }
     }
 
-    /// Expected scores after the join: the reference model's held prefix for
-    /// every known rank and query (ranks are disjoint between writers, so
-    /// every interleaving gives the same per-rank model).
+    /// Expected scores after the join (see [`expected_scores`]).
     pub fn expected_scores(&self) -> Vec<QueryScores> {
-        let mut model = Reference::new();
-        let events = self
-            .scenario
-            .setup
-            .iter()
-            .map(|(_, e)| e)
-            .chain(self.scenario.threads.iter().flatten());
-        for event in events {
-            model.apply(event);
-        }
-        self.scenario
-            .queries
-            .iter()
-            .map(|q| {
-                let locals = query(q);
-                let scores = model
-                    .ranks()
-                    .map(|r| (r, model.held_prefix(r, &locals) as u32))
-                    .filter(|&(_, s)| s > 0)
-                    .collect();
-                (q.clone(), scores)
-            })
-            .collect()
+        expected_scores(&self.scenario)
     }
 }
 
+/// The final-state queries: the empty query, every sequence each rank
+/// stored and its last one, and one query past everything stored.
+fn final_queries(ranks: &[RankStream]) -> Vec<Vec<u64>> {
+    let mut queries: Vec<Vec<u64>> = vec![Vec::new()];
+    for r in ranks {
+        queries.extend(r.sequences.iter().cloned());
+        queries.push(r.seq.clone());
+    }
+    if let Some(mut stray) = ranks[0].sequences.last().cloned() {
+        stray.push(0x57a7);
+        queries.push(stray);
+    }
+    let mut seen = Vec::new();
+    queries.retain(|q| {
+        let fresh = !seen.contains(q);
+        seen.push(q.clone());
+        fresh
+    });
+    queries
+}
+
+/// The reader asks, per rank, its longest and its last sequence.
+fn reader_queries(ranks: &[RankStream]) -> Vec<Vec<u64>> {
+    let mut queries: Vec<Vec<u64>> = Vec::new();
+    for r in ranks {
+        let longest = r.sequences.iter().max_by_key(|s| s.len());
+        for q in longest.into_iter().chain([&r.seq]) {
+            if !q.is_empty() && !queries.contains(q) {
+                queries.push(q.clone());
+            }
+        }
+    }
+    queries
+}
+
+/// Expected scores after the join: the reference model's held prefix for
+/// every known rank and query (ranks are disjoint between writers, so
+/// every interleaving gives the same per-rank model).
+pub(super) fn expected_scores(scenario: &Scenario) -> Vec<QueryScores> {
+    let mut model = Reference::new();
+    let events = scenario
+        .setup
+        .iter()
+        .map(|(_, e)| e)
+        .chain(scenario.threads.iter().flatten());
+    for event in events {
+        model.apply(event);
+    }
+    scenario
+        .queries
+        .iter()
+        .map(|q| {
+            let locals = query(q);
+            let scores = model
+                .ranks()
+                .map(|r| (r, model.held_prefix(r, &locals) as u32))
+                .filter(|&(_, s)| s > 0)
+                .collect();
+            (q.clone(), scores)
+        })
+        .collect()
+}
+
 /// The mixed scenario: shared system prompt, shared and private decode
-/// storms, divergent stores, evictions.
+/// storms, divergent stores, evictions, a clear, a worker's removal and a
+/// new worker on its slot.
 pub fn mixed() -> Case {
     let system = [1, 2, 3, 4];
     let mut r = [1, 2, 3, 4].map(RankStream::new);
@@ -249,21 +368,32 @@ pub fn mixed() -> Case {
     r[0].extend(&[5, 6]).decode(&[7, 8, 9, 10, 11]);
     r[2].extend(&[5, 6]).decode(&[7, 8, 9, 13, 14]);
     // Rank 2 (writer 0): private decode, a split of the system prompt, an
-    // eviction, decoding again.
+    // eviction, decoding again; then a clear, which leaves its private
+    // leaves without holders, a sweep, and a new prompt.
     r[1].extend(&[20, 21])
         .decode(&[22, 23, 24, 25])
         .branch(2, &[30])
         .evict_tail(2)
-        .decode(&[26]);
-    // Rank 4 (writer 1): private decode, a split at 3, an eviction.
+        .decode(&[26])
+        .clear()
+        .sweep()
+        .prompt(&system)
+        .extend(&[27]);
+    // Rank 4 (writer 1): private decode, a split at 3, an eviction; then its
+    // worker is removed and a sweep runs; worker 5 takes the released slot.
     r[3].extend(&[40])
         .decode(&[41, 42, 43])
         .branch(3, &[50])
         .evict_tail(1)
-        .decode(&[44]);
+        .decode(&[44])
+        .remove_worker()
+        .sweep()
+        .rejoin_as(5)
+        .prompt(&system)
+        .decode(&[45]);
     r[0].evict_tail(1);
     // Prompts from the root racing across the writers: ranks 1 and 3 store
-    // the same one, rank 4 one that diverges inside it.
+    // the same one, rank 5 one that diverges inside it.
     r[0].prompt(&[60, 61, 62]).decode(&[63]);
     r[2].prompt(&[60, 61, 62]);
     r[3].prompt(&[60, 61, 64]);
@@ -277,9 +407,18 @@ pub fn hot_leaf() -> Case {
     let mut r = [1, 2, 3, 4].map(RankStream::new);
     let setup = [0, 1, 2, 3].map(|i| r[i].extend(&prompt).take());
     r[0].decode(&chain).evict_tail(2).decode(&[12]);
-    r[1].decode(&chain[..5]);
+    r[1].decode(&chain[..5])
+        .clear()
+        .prompt(&prompt)
+        .decode(&chain[..2]);
     r[2].decode(&chain).evict_tail(3).decode(&[13]);
-    r[3].decode(&chain[..6]).branch(4, &[14]);
+    r[3].decode(&chain[..6])
+        .branch(4, &[14])
+        .remove_worker()
+        .sweep()
+        .rejoin_as(6)
+        .prompt(&prompt)
+        .decode(&[15]);
     Case::new("hot leaf", setup, r, false)
 }
 
@@ -301,25 +440,38 @@ pub fn private_subtrees() -> Case {
             .decode(&[base + 10, base + 11])
             .evict_tail(1);
     }
+    // Writer 0's second rank is cleared; writer 1's second rank's worker is
+    // removed and worker 5 takes its slot. Both then store new blocks only,
+    // so no leaf left without holders is revived (a sweep of either writer
+    // may unlink the other's, which leaves the final state alone).
+    r[1].clear().sweep().prompt(&[100, 101]).extend(&[130]);
+    r[3].remove_worker()
+        .sweep()
+        .rejoin_as(5)
+        .prompt(&[200, 201])
+        .extend(&[230]);
     Case::new("private subtrees", setup, r, true)
 }
 
-/// The serial fast-path-off outcome of a case (writer 0's events, then
-/// writer 1's), computed in a one-schedule run.
+/// The serial fast-path-off outcome of a case (writer 0's steps, then
+/// writer 1's, then a sweep), computed in a one-schedule run.
 pub fn serial_outcome<G: ShapeGate>(explorer: &dyn Explorer, case: &Case) -> Observation {
     let scenario = case.scenario.clone();
+    let steps = case.steps.clone();
     run_once(explorer, move || {
-        let (tree, mut lanes) = scenario.prepare::<G>(model_config(false));
-        for (lane, events) in lanes.iter_mut().zip(&scenario.threads) {
-            for event in events {
-                tree.apply_event(lane, event)
-                    .expect("a serial event applies");
+        grace::one_execution(|| {
+            let (tree, mut lanes) = scenario.prepare::<G>(model_config(false));
+            for (lane, steps) in lanes.iter_mut().zip(&steps) {
+                for step in steps {
+                    let rejected = run_step(&tree, lane, step);
+                    assert!(rejected.is_none(), "a serial step applies: {rejected:?}");
+                }
             }
-        }
-        let observed = observe(&tree, &scenario.queries);
-        drop(lanes);
-        drop(tree);
-        observed
+            tree.sweep_stale();
+            let observed = observe(&tree, &scenario.queries);
+            drop((lanes, tree));
+            observed
+        })
     })
 }
 
@@ -327,6 +479,7 @@ pub fn serial_outcome<G: ShapeGate>(explorer: &dyn Explorer, case: &Case) -> Obs
 #[derive(Clone)]
 struct Checks {
     scenario: Scenario,
+    steps: Vec<Vec<Step>>,
     reader_queries: Vec<Vec<u64>>,
     bounds: ReadBounds,
     expected: Vec<QueryScores>,
@@ -336,21 +489,41 @@ struct Checks {
     fast_path: bool,
 }
 
-/// One schedule: two writers and a reader on a fresh tree, then the checks.
-fn schedule<G: ShapeGate>(checks: &Checks) {
+thread_local! {
+    /// Blocks the reclaimer freed before the join, summed over the
+    /// schedules of the exploration in progress (the checkers run every
+    /// task on this thread).
+    static FREED_BEFORE_JOIN: Cell<u64> = const { Cell::new(0) };
+}
+
+/// What one schedule produced, gathered (and the tree dropped) before any
+/// check runs.
+struct Outcome {
+    rejected: Vec<String>,
+    violations: Vec<String>,
+    observed: Observation,
+    held: Vec<Membership>,
+    faults: Vec<String>,
+    /// The conflict-free scenario: the final state after one more sweep.
+    swept: Option<Observation>,
+}
+
+/// Runs the writers and the reader on a fresh tree, between the grace
+/// reclaimer's execution bounds.
+fn execute<G: ShapeGate>(checks: &Checks) -> Outcome {
+    grace::begin_execution();
     let scenario = &checks.scenario;
     let (tree, lanes) = scenario.prepare::<G>(model_config(checks.fast_path));
     let tree = Arc::new(tree);
     let writers: Vec<_> = lanes
         .into_iter()
-        .zip(scenario.threads.iter().cloned())
-        .map(|(mut lane, events)| {
+        .zip(checks.steps.iter().cloned())
+        .map(|(mut lane, steps)| {
             let tree = Arc::clone(&tree);
             thread::spawn(move || {
-                let rejected: Vec<String> = events
+                let rejected: Vec<String> = steps
                     .iter()
-                    .filter_map(|e| tree.apply_event(&mut lane, e).err())
-                    .map(|e| e.to_string())
+                    .filter_map(|step| run_step(&tree, &mut lane, step))
                     .collect();
                 (rejected, lane)
             })
@@ -376,73 +549,133 @@ fn schedule<G: ShapeGate>(checks: &Checks) {
         .map(|h| h.join().expect("a writer panicked"))
         .collect();
     let violations = reader.join().expect("the reader panicked");
+    FREED_BEFORE_JOIN.with(|f| f.set(f.get() + grace::freed_in_execution()));
     let observed = observe(&*tree, &scenario.queries);
     let held = membership(&*tree);
-    let rejected: Vec<String> = results.iter().flat_map(|(r, _)| r.clone()).collect();
+    let faults = structural_faults(&*tree);
+    let swept = checks.serial.is_some().then(|| {
+        tree.sweep_stale();
+        observe(&*tree, &scenario.queries)
+    });
+    let rejected = results.iter().flat_map(|(r, _)| r.clone()).collect();
     drop(results);
     drop(tree);
+    grace::end_execution();
+    Outcome {
+        rejected,
+        violations,
+        observed,
+        held,
+        faults,
+        swept,
+    }
+}
+
+/// One schedule: two writers and a reader on a fresh tree, then the checks.
+fn schedule<G: ShapeGate>(checks: &Checks) {
+    let outcome = execute::<G>(checks);
+    let name = checks.scenario.name;
     check!(
         Property::Accepted,
-        rejected.is_empty(),
-        "{}: rejected events (C4): {rejected:?}",
-        scenario.name
+        outcome.rejected.is_empty(),
+        "{name}: rejected events (C4): {:?}",
+        outcome.rejected
     );
     check!(
         Property::ReadBounds,
-        violations.is_empty(),
-        "{}: reads during the run broke their bounds: {violations:?}",
-        scenario.name
+        outcome.violations.is_empty(),
+        "{name}: reads during the run broke their bounds: {:?}",
+        outcome.violations
     );
-    if held != checks.held {
-        let extra: Vec<_> = held.iter().filter(|m| !checks.held.contains(m)).collect();
-        let missing: Vec<_> = checks.held.iter().filter(|m| !held.contains(m)).collect();
+    if outcome.held != checks.held {
+        let extra: Vec<_> = outcome
+            .held
+            .iter()
+            .filter(|m| !checks.held.contains(m))
+            .collect();
+        let missing: Vec<_> = checks
+            .held
+            .iter()
+            .filter(|m| !outcome.held.contains(m))
+            .collect();
         violated!(
             Property::SerialOutcome,
-            "{}: after the join, the tree holds other blocks than every serial order does \
-             (reference model): extra {extra:?}, missing {missing:?}",
-            scenario.name
+            "{name}: after the join, the tree holds other blocks than every serial order does \
+             (reference model): extra {extra:?}, missing {missing:?}"
         );
     }
-    for ((q, got), (_, want)) in observed.scores.iter().zip(&checks.expected) {
+    for ((q, got), (_, want)) in outcome.observed.scores.iter().zip(&checks.expected) {
         check!(
             Property::SerialOutcome,
             got == want,
-            "{}: after the join, scores of {q:?} differ from the reference (C2): {got:?} != {want:?}",
-            scenario.name
+            "{name}: after the join, scores of {q:?} differ from the reference (C2): {got:?} != {want:?}"
         );
     }
-    if let Some(serial) = &checks.serial {
+    check!(
+        Property::SerialOutcome,
+        outcome.faults.is_empty(),
+        "{name}: after the join, the tree breaks its structural invariants (no serial order \
+         does): {:?}",
+        outcome.faults
+    );
+    if let (Some(serial), Some(swept)) = (&checks.serial, &outcome.swept) {
         check!(
             Property::SerialOutcome,
-            &observed == serial,
-            "{}: the final state (fast path {}) differs from the serial fast-path-off outcome\n  observed: {observed:?}\n  serial: {serial:?}",
-            scenario.name,
+            swept == serial,
+            "{name}: the final state (fast path {}) differs from the serial fast-path-off outcome\n  observed: {swept:?}\n  serial: {serial:?}",
             checks.fast_path
         );
     }
 }
 
-/// Explores `case` with the fast path on or off; returns the number of
-/// schedules.
-pub fn explore<G: ShapeGate>(explorer: &dyn Explorer, case: &Case, fast_path: bool) -> u64 {
+/// What exploring a case found: its schedules and the blocks the reclaimer
+/// freed before the join, summed over them.
+#[derive(Clone, Copy, Debug)]
+pub struct Explored {
+    /// Schedules run.
+    pub schedules: u64,
+    /// Blocks freed while the threads ran.
+    pub freed_before_join: u64,
+}
+
+/// Explores `case` with the fast path on or off. Fails if the reclaimer
+/// freed nothing before any join (no premature free could show then).
+pub fn explore<G: ShapeGate>(explorer: &dyn Explorer, case: &Case, fast_path: bool) -> Explored {
+    assert!(
+        grace::quarantine_installed(),
+        "the quarantining allocator is not installed"
+    );
+    let all_events = case
+        .scenario
+        .setup
+        .iter()
+        .map(|(_, e)| e)
+        .chain(case.scenario.threads.iter().flatten());
     let checks = Checks {
         scenario: case.scenario.clone(),
+        steps: case.steps.clone(),
         reader_queries: case.reader_queries.clone(),
         bounds: case.scenario.read_bounds(),
         expected: case.expected_scores(),
-        held: reference_membership(
-            case.scenario
-                .setup
-                .iter()
-                .map(|(_, e)| e)
-                .chain(case.scenario.threads.iter().flatten()),
-        ),
+        held: reference_membership(all_events),
         serial: case
             .conflict_free
             .then(|| serial_outcome::<G>(explorer, case)),
         fast_path,
     };
-    explorer.explore(Box::new(move || schedule::<G>(&checks)))
+    FREED_BEFORE_JOIN.with(|f| f.set(0));
+    let schedules = explorer.explore(Box::new(move || schedule::<G>(&checks)));
+    let freed_before_join = FREED_BEFORE_JOIN.with(Cell::get);
+    assert!(
+        freed_before_join > 0,
+        "{}: the reclaimer freed nothing before the join in {schedules} schedules \
+         (is the gate's reclaimer GraceReclaim?)",
+        case.scenario.name
+    );
+    Explored {
+        schedules,
+        freed_before_join,
+    }
 }
 
 /// The cases by name.
@@ -458,24 +691,26 @@ pub fn case_by_name(name: &str) -> Case {
     }
 }
 
-/// Explores `case` and prints
-/// `"shuttle <gate> <case> (fast path on|off): <n> schedules in <t> s (<bounds>)"`.
+/// Explores `case` and prints `"shuttle <gate> <case> (fast path on|off):
+/// <n> schedules in <t> s (<bounds>); <f> blocks freed before the join"`.
 pub fn report<G: ShapeGate>(
     explorer: &dyn Explorer,
     gate: &str,
     case: &Case,
     fast_path: bool,
-) -> u64 {
+) -> Explored {
     let start = Instant::now();
-    let total = explore::<G>(explorer, case, fast_path);
+    let explored = explore::<G>(explorer, case, fast_path);
     println!(
-        "shuttle {gate} {} (fast path {}): {total} schedules in {:.1} s ({})",
+        "shuttle {gate} {} (fast path {}): {} schedules in {:.1} s ({}); {} blocks freed before the join",
         case.scenario.name,
         if fast_path { "on" } else { "off" },
+        explored.schedules,
         start.elapsed().as_secs_f64(),
-        explorer.bounds()
+        explorer.bounds(),
+        explored.freed_before_join
     );
-    total
+    explored
 }
 
 /// The cases as a [`Suite`] for gate `G` (fast path on), each explored
@@ -492,8 +727,11 @@ pub fn case_suite<G: ShapeGate>(
                 name,
                 what: "shuttle scenario",
                 run: Box::new(move || {
-                    let total = explore::<G>(&*explorer(), &case_by_name(name), true);
-                    format!("{total} schedules")
+                    let explored = explore::<G>(&*explorer(), &case_by_name(name), true);
+                    format!(
+                        "{} schedules, {} blocks freed before the join",
+                        explored.schedules, explored.freed_before_join
+                    )
                 }),
             }
         })
@@ -527,233 +765,4 @@ pub fn check_cases<G: ShapeGate>(explorer: &dyn Explorer) {
             case.scenario.name
         );
     }
-}
-
-/// Reads a gate's process-wide retry counters: `(optimistic restarts,
-/// pessimistic fallbacks)`. Gates without optimistic readers report zeros.
-pub type RetryCounters = fn() -> (u64, u64);
-
-/// The decode storm on one hot leaf, after a three-block prompt that rank 1
-/// stores whole: two readers score the whole chain `reads` times each while
-/// one writer lane decodes `blocks` blocks.
-///
-/// - pure (`lock_step: false`): rank 2 holds only the first two prompt
-///   blocks (a cutoff), and rank 1 alone decodes: every append is pure (it
-///   demotes nobody), so an optimistic reader never has a reason to retry;
-/// - lock step (`lock_step: true`): rank 2 holds the whole prompt too, and
-///   both ranks decode the same chain, rank 1 first: every append of rank 1
-///   demotes rank 2 (a structural write for the seqlock gate), and rank 2's
-///   store only raises its coverage back to full.
-#[derive(Clone, Copy, Debug)]
-pub struct Storm {
-    /// Blocks decoded (per rank in lock step).
-    pub blocks: u64,
-    /// Reads per reader.
-    pub reads: usize,
-    /// Both ranks decode in lock step (every append demotes).
-    pub lock_step: bool,
-}
-
-/// Retry statistics accumulated over a storm's schedules.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RetryStats {
-    /// Schedules run.
-    pub schedules: u64,
-    /// Reads completed.
-    pub reads: u64,
-    /// Optimistic restarts (exact: counted per schedule).
-    pub restarts: u64,
-    /// Pessimistic fallbacks (exact: counted per schedule).
-    pub fallbacks: u64,
-    /// Most restarts within one read's window (an upper bound on one read's
-    /// own restarts: the window may include the other reader's).
-    pub max_per_read: u64,
-    /// Reads whose window saw at least one restart (an upper bound).
-    pub reads_restarted: u64,
-    /// Most fallbacks in one schedule.
-    pub max_fallbacks_per_schedule: u64,
-}
-
-impl RetryStats {
-    /// Restarts per read.
-    pub fn mean(&self) -> f64 {
-        self.restarts as f64 / self.reads.max(1) as f64
-    }
-}
-
-impl std::fmt::Display for RetryStats {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} reads in {} schedules: restarts/read mean {:.3}, max {} (window bound), \
-             {} reads restarted, {} restarts, {} pessimistic fallbacks (max {} per schedule)",
-            self.reads,
-            self.schedules,
-            self.mean(),
-            self.max_per_read,
-            self.reads_restarted,
-            self.restarts,
-            self.fallbacks,
-            self.max_fallbacks_per_schedule
-        )
-    }
-}
-
-thread_local! {
-    /// The storm's statistics (the checkers run every task on this thread).
-    static STORM_STATS: RefCell<RetryStats> = RefCell::new(RetryStats::default());
-}
-
-impl Storm {
-    /// The two ranks' streams: the prompt in the setup (lane 0), then the
-    /// chain, rank 1 then rank 2 per block, on one writer lane.
-    fn scenario(self) -> Scenario {
-        let prompt = [1, 2, 3];
-        let chain: Vec<u64> = (4..4 + self.blocks).collect();
-        let mut a = RankStream::new(1);
-        let mut b = RankStream::new(2);
-        let mut setup: Vec<(usize, RouterEvent)> = Vec::new();
-        setup.extend(a.extend(&prompt).take().into_iter().map(|e| (0, e)));
-        let held = if self.lock_step {
-            &prompt[..]
-        } else {
-            &prompt[..2]
-        };
-        setup.extend(b.extend(held).take().into_iter().map(|e| (0, e)));
-        a.decode(&chain);
-        let events = if self.lock_step {
-            b.decode(&chain);
-            interleave(a.take(), b.take())
-        } else {
-            a.take()
-        };
-        let mut full = prompt.to_vec();
-        full.extend(&chain);
-        Scenario {
-            name: if self.lock_step {
-                "decode storm (lock step)"
-            } else {
-                "decode storm (pure)"
-            },
-            setup,
-            threads: vec![events],
-            queries: vec![full],
-        }
-    }
-
-    /// The storm's name in reports.
-    pub fn name(self) -> &'static str {
-        self.scenario().name
-    }
-
-    /// Explores the storm for gate `G` with `counters`; returns the retry
-    /// statistics. Every read must stay within its bounds and complete, and
-    /// the final scores must equal the reference's.
-    pub fn explore<G: ShapeGate>(
-        self,
-        explorer: &dyn Explorer,
-        counters: RetryCounters,
-    ) -> RetryStats {
-        let scenario = self.scenario();
-        let bounds = scenario.read_bounds();
-        let expected = Case {
-            scenario: scenario.clone(),
-            reader_queries: Vec::new(),
-            conflict_free: false,
-        }
-        .expected_scores();
-        STORM_STATS.with(|s| *s.borrow_mut() = RetryStats::default());
-        let reads = self.reads;
-        explorer.explore(Box::new(move || {
-            storm_schedule::<G>(&scenario, &bounds, &expected, reads, counters)
-        }));
-        STORM_STATS.with(|s| s.borrow().clone())
-    }
-}
-
-fn storm_schedule<G: ShapeGate>(
-    scenario: &Scenario,
-    bounds: &ReadBounds,
-    expected: &[QueryScores],
-    reads: usize,
-    counters: RetryCounters,
-) {
-    let (tree, mut lanes) = scenario.prepare::<G>(model_config(true));
-    let tree = Arc::new(tree);
-    let (restarts0, fallbacks0) = counters();
-    let writer = {
-        let tree = Arc::clone(&tree);
-        let mut lane = lanes.remove(0);
-        let events = scenario.threads[0].clone();
-        thread::spawn(move || {
-            let rejected: Vec<String> = events
-                .iter()
-                .filter_map(|e| tree.apply_event(&mut lane, e).err())
-                .map(|e| e.to_string())
-                .collect();
-            (rejected, lane)
-        })
-    };
-    let readers: Vec<_> = (0..2)
-        .map(|_| {
-            let tree = Arc::clone(&tree);
-            let q = query(&scenario.queries[0]);
-            let bounds = bounds.clone();
-            thread::spawn(move || {
-                let mut violations = Vec::new();
-                let mut windows = Vec::new();
-                for _ in 0..reads {
-                    let (r0, f0) = counters();
-                    let scores = tree.find_matches(&q, false);
-                    let (r1, f1) = counters();
-                    windows.push((r1 - r0, f1 - f0));
-                    violations.extend(bounds.check(&q, &scores).err());
-                }
-                (violations, windows)
-            })
-        })
-        .collect();
-    let (rejected, lane) = writer.join().expect("the writer panicked");
-    let results: Vec<_> = readers
-        .into_iter()
-        .map(|h| h.join().expect("a reader panicked"))
-        .collect();
-    let (restarts1, fallbacks1) = counters();
-    let observed = observe(&*tree, &scenario.queries);
-    drop(lane);
-    drop(lanes);
-    drop(tree);
-    check!(
-        Property::Accepted,
-        rejected.is_empty(),
-        "decode storm: rejected events {rejected:?}"
-    );
-    let mut done = 0;
-    for (violations, windows) in &results {
-        check!(
-            Property::ReadBounds,
-            violations.is_empty(),
-            "decode storm: reads broke their bounds: {violations:?}"
-        );
-        done += windows.len();
-    }
-    assert_eq!(done, 2 * reads, "decode storm: a read did not complete");
-    check!(
-        Property::SerialOutcome,
-        observed.scores == expected,
-        "decode storm: final scores differ from the reference (C2): {:?} != {expected:?}",
-        observed.scores
-    );
-    STORM_STATS.with(|s| {
-        let mut s = s.borrow_mut();
-        s.schedules += 1;
-        s.reads += done as u64;
-        s.restarts += restarts1 - restarts0;
-        s.fallbacks += fallbacks1 - fallbacks0;
-        s.max_fallbacks_per_schedule = s.max_fallbacks_per_schedule.max(fallbacks1 - fallbacks0);
-        for &(restarts, _) in results.iter().flat_map(|(_, w)| w) {
-            s.max_per_read = s.max_per_read.max(restarts);
-            s.reads_restarted += u64::from(restarts > 0);
-        }
-    });
 }

@@ -115,7 +115,7 @@ macro_rules! shuttle_gate_tests {
         /// The gate's name in reports.
         const GATE: &str = $name;
         /// Default schedules per (scheduler, seed).
-        const DEFAULT_ITERS: usize = 3000;
+        const DEFAULT_ITERS: usize = 500;
         /// Default schedules per (scheduler, seed) of the decode storm.
         const DEFAULT_STORM_ITERS: usize = 1000;
         /// Blocks each storm decodes (per rank in lock step).
