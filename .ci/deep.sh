@@ -29,7 +29,7 @@ out_file="${CRTC_VERIFICATION_OUT:-papers/results/verification.md}"
 # The revision is read before anything runs, so the summary names the code
 # that ran even if a step leaves files behind.
 revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)
-dirty=$(git status --porcelain 2>/dev/null | grep -c . || true)
+dirty=$(git status --porcelain --untracked-files=no 2>/dev/null | grep -c . || true)
 steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(proptest shuttle loom soak miri)
 lines=()
