@@ -43,6 +43,11 @@ hold, so nothing is silently taken as checked. A tag that fails (missing
 file, unknown or too old commit, a figure absent from the cited file) fails
 in any file. Exit 1 on a failure, 0 otherwise; run by .ci/run.
 
+Generated pages. papers/README.md (the one-page decision) is written by
+papers/decision.py from the results and carries no tags: it is checked by
+running `decision.py --check`, which fails when the page differs from what
+the generator would write from the current results.
+
 Usage: python3 papers/check_figures.py [--verbose]
 """
 import json
