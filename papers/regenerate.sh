@@ -44,7 +44,9 @@ step "crtc compare --paper (mimalloc)"
 # row's JSON elapsed_s (the 15 repeats' total) divided by 15
 # [derived: mooncake.md @ 3af6084] [derived: agentx.md @ 3af6084], and on a
 # shared VM one repeat's lane CPU ratio to upstream ranges over 2x;
-# targets.md judges the median of the 15 paired ratios.
+# targets.md judges the median of the 15 paired ratios, and runs the
+# global-lock row once more per workload with no reader (its capacity when no
+# reader contends for the lock), shown beside its verdict.
 ./target/release/crtc compare --paper "$scratch/results" --scale 4 --repeat 15
 step "crtc compare --sweep (upstream's trace expansion and windows: mooncake-sweep.md|json|svg)"
 # Upstream's published configuration (128 workers, hash space x20, length x4,
