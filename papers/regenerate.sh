@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Regenerates every table and figure under papers/results from the checked-out
-# revision, in one command (about 40 minutes on 2 cores, 10 of them callgrind, plus the Mooncake
-# sweep; the Mooncake trace
-# is read from ../shared/traces when present, and skipped with a note when not):
+# Regenerates every table and figure under papers/results, and the decision
+# page papers/README.md, from the checked-out revision, in one command (about
+# 40 minutes on 2 cores, 10 of them callgrind, plus the Mooncake sweep, plus
+# about 25 minutes of deep verification; the Mooncake trace is read from
+# ../shared/traces when present, and skipped with a note when not):
 #
 #   papers/regenerate.sh
 #
@@ -11,9 +12,11 @@
 # the end, so each file records the revision it ran at with a clean tree (a
 # generator that ran after another had written into papers/results would
 # otherwise see tracked files modified and mark its output "(with uncommitted
-# changes)"). The tree must be clean when this starts.
-# papers/results/verification.md is not regenerated here: it comes from
-# .ci/deep.sh, which takes hours (see the README).
+# changes)"). The tree must be clean when this starts, and it refuses to mix
+# revisions: after the last step every file in the scratch directory must
+# record the revision read at the start (papers/same-revision.py names any
+# file that does not), HEAD must not have moved and the tree must still be
+# clean, or nothing is copied.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,6 +24,7 @@ if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
     echo "regenerate: the tree has uncommitted changes; commit or stash them first" >&2
     exit 2
 fi
+revision=$(git rev-parse HEAD)
 scratch=target/papers-scratch
 rm -rf "$scratch"
 mkdir -p "$scratch/results/system-malloc"
@@ -40,7 +44,9 @@ step "crtc compare --paper (mimalloc)"
 # row's JSON elapsed_s (the 15 repeats' total) divided by 15
 # [derived: mooncake.md @ 3af6084] [derived: agentx.md @ 3af6084], and on a
 # shared VM one repeat's lane CPU ratio to upstream ranges over 2x;
-# targets.md judges the median of the 15 paired ratios.
+# targets.md judges the median of the 15 paired ratios, and runs the
+# global-lock row once more per workload with no reader (its capacity when no
+# reader contends for the lock), shown beside its verdict.
 ./target/release/crtc compare --paper "$scratch/results" --scale 4 --repeat 15
 step "crtc compare --sweep (upstream's trace expansion and windows: mooncake-sweep.md|json|svg)"
 # Upstream's published configuration (128 workers, hash space x20, length x4,
@@ -70,7 +76,35 @@ step "bytes per membership against the design's floor (papers/memory-floor.py)"
 python3 papers/memory-floor.py --out "$scratch/results"
 step "code size (papers/code-size.py)"
 python3 papers/code-size.py "$scratch/results/code-size.md"
+step "hardware cache counters per read and per append (papers/cache-counters.py)"
+python3 papers/cache-counters.py --out "$scratch/results"
+step "deep verification (.ci/deep.sh: verification.md)"
+# The knobs of the committed deep runs so far: proptest and soak at reduced
+# depth (2000 cases per gate, 120 s of soak per gate), shuttle and loom at
+# deep.sh's defaults. At c56b97e this took about 25 minutes on this VM
+# (the step times verification.md lists); deep.sh's own defaults take hours.
+CRTC_VERIFICATION_OUT="$scratch/results/verification.md" \
+    CRTC_DIFF_CASES=2000 CRTC_SOAK_SECS=120 \
+    CRTC_SHUTTLE_ITERS=17000 CRTC_SHUTTLE_STORM_ITERS=17000 CRTC_LOOM_PREEMPTIONS=3 \
+    .ci/deep.sh proptest shuttle loom soak miri
+
+step "one revision, clean tree"
+if [ "$(git rev-parse HEAD)" != "$revision" ]; then
+    echo "regenerate: HEAD moved from $revision during the run; nothing copied" >&2
+    exit 1
+fi
+if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
+    echo "regenerate: a step left tracked files modified; nothing copied:" >&2
+    git status --short --untracked-files=no >&2
+    exit 1
+fi
+python3 papers/same-revision.py "$scratch/results" "$revision"
 
 step "copy into papers/results"
 cp -r "$scratch/results/." papers/results/
-git status --short papers/results
+# A file this run did not write (a step since removed, a skipped trace) would
+# keep an older revision beside the new ones.
+python3 papers/same-revision.py papers/results "$revision"
+step "the decision page (papers/decision.py: papers/README.md)"
+python3 papers/decision.py
+git status --short papers/results papers/README.md

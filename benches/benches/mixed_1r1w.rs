@@ -38,8 +38,16 @@
 //! writer, the writer lane first runs one whole session on the bench thread
 //! and the reader queries that session.
 //!
-//! With feature `upstream`, the same pair runs on upstream 1.6.1 (ids
-//! `upstream-1.6.1/reader/...`; see `upstream_pair`).
+//! Two ways of driving the writer, and which ids use which:
+//! - direct (ids `<gate>/reader/...`): the writer thread applies its events
+//!   to our tree itself; two busy threads, the reader and the writer.
+//! - fed (ids `<gate>-fed/reader/...` and, with feature `upstream`,
+//!   `upstream-1.6.1/reader/...`): the index runs behind one lane thread, as
+//!   `crtc compare` runs it, and a feeder thread enqueues the writer's events
+//!   (module `fed`); three busy threads on two cores. Upstream 1.6.1 accepts
+//!   writes only through its lane thread, so only the fed ids compare our
+//!   gates with upstream under the same driver; each line reports its
+//!   writer's rate, which is not matched between the ids.
 //!
 //! A filter must keep both ids of a gate (`-- epoch` keeps the epoch
 //! gates' pairs); a gate whose `no_writer` id is filtered out is skipped.
@@ -389,28 +397,31 @@ fn timed_find<G: ShapeGate>(tree: &Tree<G>, query: &[LocalBlockHash]) -> Duratio
     start.elapsed()
 }
 
+/// The reader's scores on session 0 are the fixture's: W's prefix and
+/// prompt, and every rank.
+fn check_scores(label: &str, best: &crtc::types::OverlapScores) {
+    assert_eq!(
+        best.score(W),
+        (PREFIX + PROMPT) as u32,
+        "{label}: W's score"
+    );
+    assert_eq!(
+        best.scores.len(),
+        1 + SHARERS as usize,
+        "{label}: every rank scores"
+    );
+}
+
+/// The pair on our tree, driven directly: the writer applies its events on
+/// its own thread (two busy threads: the reader and the writer).
 fn bench_gate<G: ShapeGate>(c: &mut Criterion) {
     let label = G::NAME;
     let mut group = c.benchmark_group("mixed_1r1w");
     group.throughput(Throughput::Elements(1));
     let (fx, mut writer) = Fixture::<G>::build();
-
-    // The reader alone, on session 0.
-    {
-        let mut query = Vec::new();
-        fx.query(0, &mut query);
-        let best = fx.tree.find_matches(&query, false);
-        assert_eq!(
-            best.score(W),
-            (PREFIX + PROMPT) as u32,
-            "{label}: W's score"
-        );
-        assert_eq!(
-            best.scores.len(),
-            1 + SHARERS as usize,
-            "{label}: every rank scores"
-        );
-    }
+    let mut query = Vec::new();
+    fx.query(0, &mut query);
+    check_scores(label, &fx.tree.find_matches(&query, false));
     let lookup = |q: &[LocalBlockHash]| timed_find(&fx.tree, q);
     let alone = bench_reader(
         &mut group,
@@ -449,7 +460,19 @@ fn bench_gate<G: ShapeGate>(c: &mut Criterion) {
     stop.store(true, Ordering::Relaxed);
     let (writer, ran) = handle.join().expect("the writer does not panic");
     group.finish();
+    report_direct::<G>(&alone, &storm, &writer, ran, &fx.tree);
+}
 
+/// Prints the direct pair's storm line and its summary (ratios, the
+/// writer's rate and counters, the reader's retries and retired bytes).
+fn report_direct<G: ShapeGate>(
+    alone: &Reads,
+    storm: &Reads,
+    writer: &Writer<G>,
+    ran: Duration,
+    tree: &Tree<G>,
+) {
+    let label = G::NAME;
     let counters = writer.lane.counters();
     let errors = counters.errors.get();
     assert_eq!(errors, 0, "{label}: a writer event failed");
@@ -459,26 +482,36 @@ fn bench_gate<G: ShapeGate>(c: &mut Criterion) {
     );
     println!(
         "mixed_1r1w/{label}: {}; writer {} decode appends in \
-         {:.2} s ({:.2} M/s, {} sessions, {} sweeps, fast-path hits {}, {} nodes left); per read: retries {:.4}, \
-         fallbacks {:.5}{}",
-        storm_ratios(&alone, &storm),
+         {:.2} s ({:.2} M/s, {} sessions, {} sweeps, fast-path hits {}, {} nodes left){}{}",
+        storm_ratios(alone, storm),
         writer.appends,
         ran.as_secs_f64(),
         writer.appends as f64 / ran.as_secs_f64() / 1e6,
         writer.session - 1,
         writer.sweeps,
         counters.fast_path_hits.get(),
-        fx.tree.node_count(),
-        storm.per_read(storm.counters.retries),
-        storm.per_read(storm.counters.fallbacks),
-        match (alone.max_retired, storm.max_retired, G::read_counters().retired_bytes) {
+        tree.node_count(),
+        per_read(storm),
+        match (
+            alone.max_retired,
+            storm.max_retired,
+            G::read_counters().retired_bytes
+        ) {
             (Some(a), Some(s), Some(end)) => format!(
                 "; retired-not-freed bytes: max {a} alone, max {s} during the storm, {end} after"
             ),
             _ => String::new(),
         }
     );
-    drop(fx);
+}
+
+/// "; per read: retries R, fallbacks F" of the storm's reader counters.
+fn per_read(storm: &Reads) -> String {
+    format!(
+        "; per read: retries {:.4}, fallbacks {:.5}",
+        storm.per_read(storm.counters.retries),
+        storm.per_read(storm.counters.fallbacks)
+    )
 }
 
 /// "p99 storm/alone R (p50 R, p99.9 R)".
@@ -521,29 +554,49 @@ fn spawn_storm<W: Send + 'static>(
 
 fn benches(c: &mut Criterion) {
     every_gate!(bench_gate(c));
+    every_gate!(bench_fed_gate(c));
     #[cfg(feature = "upstream")]
-    upstream_pair::bench(c);
+    fed::bench(
+        c,
+        crtc_bench::compare::subjects::upstream::NAME,
+        Arc::new(crtc_bench::compare::subjects::upstream::UpstreamBackend::new(1)),
+        None,
+    );
 }
 
-/// The same pair on upstream 1.6.1 (feature `upstream`), through its
-/// public API as `crtc compare` runs it: `ConcurrentRadixTreeCompressed`
-/// behind a one-lane `ThreadPoolIndexer`. Its writes only go through the
-/// lane thread, so the storm's writer enqueues each session's events and
-/// waits for the lane (`flush`) after the prompt (before publishing the
-/// session) and at the session's end; the lane thread applies them. Busy
-/// threads: the reader and the lane, plus the feeder while it enqueues (a
-/// burst of memory copies per session). The crate has no stale-leaf sweep
-/// to drive. The reader times the crate's own `find_matches` on a
-/// converted query (conversion outside the clock).
-#[cfg(feature = "upstream")]
-mod upstream_pair {
+/// The pair on our tree behind the crate's `Indexer` with one lane thread,
+/// driven by the same feeder as upstream's (ids `<gate>-fed/...`).
+fn bench_fed_gate<G: ShapeGate>(c: &mut Criterion) {
+    let backend = crtc_bench::compare::subjects::backend::IndexerBackend::<G>::new(1, true);
+    fed::bench(
+        c,
+        &format!("{}-fed", G::NAME),
+        Arc::new(backend),
+        Some(G::read_counters),
+    );
+}
+
+/// The pair through an index's lane thread, as `crtc compare` runs every
+/// row (`Backend`): upstream 1.6.1's `ConcurrentRadixTreeCompressed` behind
+/// a one-lane `ThreadPoolIndexer` (feature `upstream`; its writes only go
+/// through the lane thread), and each of our gates behind a one-lane
+/// `Indexer`, so both sides of a ratio run the same way. The storm's feeder
+/// enqueues each session's events and waits for the lane (`flush`) after
+/// the prompt (before publishing the session) and at the session's end; the
+/// lane thread applies them. Busy threads: the reader and the lane, plus
+/// the feeder while it enqueues (a burst of memory copies per session):
+/// three on two cores, so these ids are comparable with each other and not
+/// with the direct ids above. The lanes of our indexer sweep as they do in
+/// `crtc compare`; upstream's crate has no stale-leaf sweep. The reader
+/// times the index's own `find_matches` (`Backend::timed_lookup`; upstream's
+/// converted query outside the clock).
+mod fed {
     use super::*;
     use crtc_bench::compare::subjects::backend::Backend;
-    use crtc_bench::compare::subjects::upstream::{UpstreamBackend, NAME};
 
     /// The storm's feeder: the indexer and the session it is on.
     struct Feeder {
-        index: Arc<UpstreamBackend>,
+        index: Arc<dyn Backend>,
         prefix_tail: Option<ExternalSequenceBlockHash>,
         session: u64,
         appends: u64,
@@ -571,10 +624,9 @@ mod upstream_pair {
         }
     }
 
-    /// The fixture of [`Fixture::build`] on upstream, and its feeder after
+    /// The fixture of [`Fixture::build`] in `index`, and its feeder after
     /// session 0.
-    fn build() -> (Feeder, Arc<AtomicU64>, Vec<LocalBlockHash>) {
-        let index = Arc::new(UpstreamBackend::new(1));
+    fn build(index: Arc<dyn Backend>) -> (Feeder, Arc<AtomicU64>, Vec<LocalBlockHash>) {
         let prefix_locals = prefix_locals();
         let prefix = chained(None, &prefix_locals);
         let tail = prefix.last().map(|b| b.external);
@@ -605,25 +657,28 @@ mod upstream_pair {
         )
     }
 
-    pub(super) fn bench(c: &mut Criterion) {
+    /// Benches the pair on `index` under the ids `name/reader/...`;
+    /// `counters` are the gate's reader counters (none for upstream).
+    pub(super) fn bench(
+        c: &mut Criterion,
+        name: &str,
+        index: Arc<dyn Backend>,
+        counters: Option<fn() -> ReadCounters>,
+    ) {
         let mut group = c.benchmark_group("mixed_1r1w");
         group.throughput(Throughput::Elements(1));
-        let (mut feeder, current, prefix) = build();
+        let (mut feeder, current, prefix) = build(index);
         let mut query = Vec::new();
         session_query(&prefix, 0, &mut query);
-        let best = feeder.index.find_matches(&query);
-        assert_eq!(best.score(W), (PREFIX + PROMPT) as u32, "{NAME}: W's score");
-        assert_eq!(
-            best.scores.len(),
-            1 + SHARERS as usize,
-            "{NAME}: every rank scores"
-        );
+        check_scores(name, &feeder.index.find_matches(&query));
         let index = Arc::clone(&feeder.index);
         let lookup = move |q: &[LocalBlockHash]| Duration::from_nanos(index.timed_lookup(q));
+        let read_counters = counters.unwrap_or(ReadCounters::default);
+        let id = |mode: &str| BenchmarkId::new(name, format!("reader/{mode}"));
         let alone = bench_reader(
             &mut group,
-            BenchmarkId::new(NAME, "reader/no_writer"),
-            ReadCounters::default,
+            id("no_writer"),
+            read_counters,
             &current,
             &prefix,
             &lookup,
@@ -633,7 +688,7 @@ mod upstream_pair {
             return;
         }
         println!(
-            "mixed_1r1w/{NAME}/reader/no_writer: {}",
+            "mixed_1r1w/{name}/reader/no_writer: {}",
             alone.hist.summary()
         );
         let stop = Arc::new(AtomicBool::new(false));
@@ -644,8 +699,8 @@ mod upstream_pair {
         });
         let storm = bench_reader(
             &mut group,
-            BenchmarkId::new(NAME, "reader/decode_storm"),
-            ReadCounters::default,
+            id("decode_storm"),
+            read_counters,
             &current,
             &prefix,
             &lookup,
@@ -654,19 +709,32 @@ mod upstream_pair {
         stop.store(true, Ordering::Relaxed);
         let (feeder, ran) = handle.join().expect("the feeder does not panic");
         group.finish();
-        let stats = feeder.index.stats();
-        assert_eq!(stats.errors, 0, "{NAME}: an event failed");
+        report(name, &alone, &storm, &feeder, ran, counters.is_some());
+    }
+
+    /// Prints the fed pair's storm line and its summary (ratios, the
+    /// feeder's rate and, for our gates, the reader's retries).
+    fn report(
+        name: &str,
+        alone: &Reads,
+        storm: &Reads,
+        feeder: &Feeder,
+        ran: Duration,
+        gate: bool,
+    ) {
+        assert_eq!(feeder.index.stats().errors, 0, "{name}: an event failed");
         println!(
-            "mixed_1r1w/{NAME}/reader/decode_storm: {}",
+            "mixed_1r1w/{name}/reader/decode_storm: {}",
             storm.hist.summary()
         );
         println!(
-            "mixed_1r1w/{NAME}: {}; writer {} decode appends in {:.2} s ({:.2} M/s, {} sessions)",
-            storm_ratios(&alone, &storm),
+            "mixed_1r1w/{name}: {}; writer {} decode appends in {:.2} s ({:.2} M/s, {} sessions){}",
+            storm_ratios(alone, storm),
             feeder.appends,
             ran.as_secs_f64(),
             feeder.appends as f64 / ran.as_secs_f64() / 1e6,
             feeder.session - 1,
+            if gate { per_read(storm) } else { String::new() },
         );
     }
 }

@@ -1,0 +1,275 @@
+#!/usr/bin/env python3
+"""The one-page decision, papers/README.md, rendered from the results files:
+every figure on it is read from papers/results (the compare JSON of each
+workload, benches.json, code-size.md and verification.md), none is typed.
+
+Usage: python3 papers/decision.py [--results DIR] [--out FILE] [--check]
+
+papers/regenerate.sh runs it as its last step. With --check it writes
+nothing and exits 1 when FILE differs from what it would write (run by
+papers/check_figures.py, so by .ci/run); the prose it writes around the
+figures is fixed here, so a change of verdict (another option ahead, a bound
+now met) needs a change to this file, which the check then reports.
+"""
+import argparse
+import difflib
+import json
+import os
+import re
+import statistics
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join(ROOT, "papers", "results")
+OUT = os.path.join(ROOT, "papers", "README.md")
+WORKLOADS = ["agentx", "chat", "mooncake"]
+UPSTREAM = "upstream-1.6.1"
+# (label, compare row, code-size part, verification part) per option.
+OPTIONS = [
+    ("RwLock + fast path", "rwlock", "RwLock gate", "rwlock"),
+    ("seqlock + fast path", "seqlock", "seqlock gate", "seqlock"),
+    ("epoch-crossbeam + fast path", "epoch-crossbeam", "epoch gate (both reclaimers)", "epoch"),
+    ("epoch-seize + fast path", "epoch-seize", "epoch gate (both reclaimers)", "epoch"),
+    ("upstream 1.6.1", UPSTREAM, None, None),
+]
+
+
+def load(results):
+    """Every input, parsed: compare reports per workload, the criterion
+    export, code-size rows and verification step lines."""
+    def read(name):
+        with open(os.path.join(results, name), encoding="utf-8") as f:
+            return f.read()
+    compare = {w: json.loads(read(f"{w}.json")) for w in WORKLOADS}
+    code = {}
+    for line in read("code-size.md").splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 7 and cells[1].isdigit():
+            code[cells[0]] = {"lines": int(cells[2]), "unsafe": int(cells[3])}
+    verification = read("verification.md")
+    verdicts = re.findall(r"\| (met|missed) \|", read("targets.md"))
+    steps = dict(re.findall(r"^- (\w+) \(\d+ s\): (.*)$", verification, re.M))
+    return {
+        "compare": compare,
+        "benches": json.loads(read("benches.json")),
+        "code": code,
+        "steps": steps,
+        "missed": (verdicts.count("missed"), len(verdicts)),
+        "revisions": {
+            "compare": compare["mooncake"]["git_revision"],
+            "benches": json.loads(read("benches.json"))["provenance"]["revision"],
+            "code-size": re.search(r"revision `([0-9a-f]+)`", read("code-size.md")).group(1),
+            "verification": re.search(r"revision:?\s*`([0-9a-f]+)`", verification).group(1),
+        },
+    }
+
+
+def row(report, strategy):
+    """The fast row of a gate (upstream's only row) in one compare report."""
+    for r in report["rows"]:
+        if r["strategy"] == strategy and r["fast_path"] in (True, None):
+            return r
+    raise SystemExit(f"decision: no {strategy} row in a compare report")
+
+
+def paired(report, strategy, measure):
+    """The paired ratio record `strategy fast <measure> vs upstream`."""
+    name = f"{strategy} fast {measure} vs {UPSTREAM}"
+    for r in report["ratios"]:
+        if r["name"] == name:
+            return r
+    raise SystemExit(f"decision: no ratio named {name!r}")
+
+
+def ratio(record):
+    low, high = record["range"]
+    return f"{record['median']:.2f}×, {low:.2f}–{high:.2f}"
+
+
+def median(values):
+    return statistics.median(values)
+
+
+def grouped(n):
+    return f"{round(n):,}"
+
+
+def storm(benches, strategy):
+    """Reader p99 alone and under the decode storm (ns) and the storm's
+    writer rate (M appends/s): medians of the export's runs."""
+    runs = benches["mixed_1r1w"]
+    return (median(runs[f"{strategy}/no_writer"]["p99"]),
+            median(runs[f"{strategy}/decode_storm"]["p99"]),
+            median(runs[f"{strategy}/writer"]["rate"]))
+
+
+def fed(benches, strategy):
+    """Whether the export has the gate's pair driven through a feeder and
+    one lane thread, as upstream's is (mixed_1r1w's `-fed` ids)."""
+    return f"{strategy}-fed/decode_storm" in benches["mixed_1r1w"]
+
+
+def storm_caveat(data):
+    """The sentence saying which storm figures compare with upstream's."""
+    benches = data["benches"]
+    upstream_rate = storm(benches, UPSTREAM)[2]
+    gates = [o[1] for o in OPTIONS if o[1] != UPSTREAM]
+    if all(fed(benches, g) for g in gates):
+        rates = [storm(benches, f"{g}-fed")[2] for g in gates]
+        return (f"upstream's storm writer runs through a feeder and its lane thread "
+                f"({upstream_rate:.2f} M appends/s), and so do our gates' \"fed\" figures "
+                f"({min(rates):.2f}–{max(rates):.2f} M): compare upstream with those; the first "
+                "pair drives our tree directly and has no upstream counterpart")
+    rates = [storm(benches, g)[2] for g in gates]
+    return (f"in the storm column upstream's writer ran at {upstream_rate:.2f} M appends/s "
+            f"through a feeder thread against {min(rates):.2f}–{max(rates):.2f} M for ours, "
+            "driven directly, so its storm p99 is not comparable with ours")
+
+
+def verification(steps, part):
+    """Loom, shuttle and miri status of one gate family from verification.md."""
+    def segment(step):
+        for piece in steps.get(step, "").split(" | "):
+            found = re.search(rf"(?:^|: ){part}: (.*)", piece)
+            if found:
+                return found.group(1)
+        raise SystemExit(f"decision: verification.md's {step} line has no {part} part")
+    loom = re.search(r"(\d+) models, (\d+) executions.*mutants (\d+) of (\d+) caught",
+                     segment("loom"))
+    shuttle = re.search(r"(\d+) schedules.*mutants (\d+) of (\d+) caught", segment("shuttle"))
+    miri = re.search(r"(\d+) tests, (\d+) UB", steps["miri"])
+    return (f"loom {loom[1]} models, {int(loom[2]):,} executions, mutants {loom[3]}/{loom[4]}; "
+            f"shuttle {int(shuttle[1]):,} schedules, mutants {shuttle[2]}/{shuttle[3]}; "
+            f"miri {miri[2]} UB in {miri[1]} tests")
+
+
+def table_row(data, option):
+    label, strategy, code_part, check_part = option
+    trace = data["compare"]["mooncake"]
+    r = row(trace, strategy)
+    alone, stormy, rate = storm(data["benches"], strategy)
+    readers = f"{grouped(alone)} / {grouped(stormy)} ({rate:.2f} M/s)"
+    if fed(data["benches"], strategy):
+        f_alone, f_storm, f_rate = storm(data["benches"], f"{strategy}-fed")
+        readers += f"; fed: {grouped(f_alone)} / {grouped(f_storm)} ({f_rate:.2f} M/s)"
+    if strategy == UPSTREAM:
+        cpu = f"{grouped(r['cpu_ns_per_event'])} (1×)"
+        capacity = f"{grouped(r['events_per_s'])} (1×)"
+        size, checked = "not counted", "upstream's own tests; not checked here"
+    else:
+        cpu = grouped(r["cpu_ns_per_event"])
+        cpu += f" ({ratio(paired(trace, strategy, 'lane CPU/event'))})"
+        capacity = f"{grouped(r['events_per_s'])} ({ratio(paired(trace, strategy, 'events/s'))})"
+        part = data["code"][code_part]
+        size = f"{part['lines']} / {part['unsafe']}"
+        checked = verification(data["steps"], check_part)
+    return (f"| {label} | {cpu} | {capacity} | {readers} | {r['bytes_per_membership']:.1f} "
+            f"| {size} | {checked} |")
+
+
+def strongest(data):
+    """The recommendation's three numbers: RwLock fast against upstream on
+    every workload (lane CPU and capacity, paired medians; heap per
+    membership, upstream's over ours)."""
+    cpu, cap, heap = [], [], []
+    for w in WORKLOADS:
+        report = data["compare"][w]
+        cpu.append(paired(report, "rwlock", "lane CPU/event")["median"])
+        cap.append(paired(report, "rwlock", "events/s")["median"])
+        heap.append(row(report, UPSTREAM)["bytes_per_membership"]
+                    / row(report, "rwlock")["bytes_per_membership"])
+    premises = {"lane CPU below upstream's on every workload": max(cpu) < 1,
+                "capacity above upstream's on every workload": min(cap) > 1,
+                "the fewest gate lines": data["code"]["RwLock gate"]["lines"]
+                == min(data["code"][o[2]]["lines"] for o in OPTIONS if o[2]),
+                "no unsafe block": data["code"]["RwLock gate"]["unsafe"] == 0}
+    for premise, holds in premises.items():
+        if not holds:
+            raise SystemExit(f"decision: the recommendation's premise ({premise}) no longer "
+                             "holds in these results; revise papers/decision.py's verdict")
+    span = lambda values, fmt: f"{fmt.format(min(values))}–{fmt.format(max(values))}×"
+    return span(cpu, "{:.2f}"), span(cap, "{:.2f}"), span(heap, "{:.1f}")
+
+
+def page(data):
+    """The whole of papers/README.md."""
+    cpu, cap, heap = strongest(data)
+    by_revision = {}
+    for kind, rev in data["revisions"].items():
+        by_revision.setdefault(rev[:7], []).append(kind)
+    revisions = "; ".join(f"`{rev}` ({', '.join(kinds)})" for rev, kinds in by_revision.items())
+    repeats = paired(data["compare"]["mooncake"], "rwlock", "events/s")["repeats"]
+    rw = data["code"]["RwLock gate"]
+    shared = data["code"]["reclaimers (crossbeam-epoch, seize, checker)"]
+    index = data["code"]["edge index shared by seqlock and epoch"]
+    soak = re.search(r"(\d+) passed; (\d+) failed", data["steps"]["soak"])
+    lines = [
+        "# Which shape gate to adopt: the decision",
+        "",
+        "Generated by `python3 papers/decision.py` from `papers/results/`; do not edit "
+        "(`papers/check_figures.py`, run by `.ci/run`, fails when this page differs from what "
+        f"the generator writes). The results it reads are at revision {revisions}.",
+        "",
+        "**Adopt the RwLock gate with the one-lock decode fast path by default.** Its three "
+        "strongest numbers, against upstream 1.6.1 on agentx, chat and the Mooncake trace "
+        f"(medians of ratios paired within each of {repeats} repeats): lane CPU per event {cpu} "
+        f"upstream's, capacity {cap} upstream's, and {heap} less heap per membership "
+        "(upstream's over ours). It also has the fewest gate lines and no `unsafe` block "
+        f"({rw['lines']} lines, {rw['unsafe']} blocks). Take the seqlock gate instead only "
+        "where a reader's tail latency while a writer decodes on its leaf matters more than "
+        "its extra code and `unsafe` blocks ([evaluation.md](evaluation.md), recommendation "
+        "2).",
+        "",
+        "What the figures do not say: every ratio is against the 1.6.1 release, and upstream "
+        "main already has several of the causes ([upstream-main.md](upstream-main.md)); "
+        f"{storm_caveat(data)}; [results/targets.md](results/targets.md) judges every "
+        f"target, and {data['missed'][0]} of its {data['missed'][1]} verdicts are misses.",
+        "",
+        "| option | lane CPU ns/event, trace (× upstream: paired median, range) | capacity "
+        "events/s, trace (× upstream) | reader p99 ns alone / under decode storm (storm "
+        "writer) | bytes per membership, trace | gate lines / `unsafe` blocks | verification |",
+        "|---|---:|---:|---:|---:|---:|---|",
+        *[table_row(data, option) for option in OPTIONS],
+        "",
+        "Trace columns: fast rows of [results/mooncake.md](results/mooncake.md) (1 lane, "
+        "1 reader; medians of the repeats). Reader p99: criterion `mixed_1r1w`, medians of its "
+        "runs ([results/benches.md](results/benches.md)). Code: "
+        f"[results/code-size.md](results/code-size.md); the epoch gates also use the "
+        f"reclaimers ({shared['lines']} lines, {shared['unsafe']} `unsafe` blocks), seqlock "
+        f"and epoch share the edge index ({index['lines']} lines, {index['unsafe']}). "
+        f"Verification: [results/verification.md](results/verification.md), which also has "
+        f"the differential proptests ({data['steps']['proptest'].removeprefix('proptest: ')}) "
+        f"and the long soak ({soak[1]} gates passed, {soak[2]} failed).",
+        "",
+        "Detail: [evaluation.md](evaluation.md) (the argument), "
+        "[results/targets.md](results/targets.md) (every target), "
+        "[upstream-main.md](upstream-main.md) (which gains main already has), "
+        "[protocols.md](protocols.md), [porting.md](porting.md), "
+        "[profile-mooncake.md](profile-mooncake.md), [choices.md](choices.md); "
+        "[regenerate.sh](regenerate.sh) regenerates all of it.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--results", default=RESULTS)
+    parser.add_argument("--out", default=OUT)
+    parser.add_argument("--check", action="store_true")
+    args = parser.parse_args()
+    text = page(load(args.results))
+    if not args.check:
+        with open(args.out, "w", encoding="utf-8") as f:
+            f.write(text)
+        print("wrote", args.out, file=sys.stderr)
+        return 0
+    current = open(args.out, encoding="utf-8").read() if os.path.exists(args.out) else ""
+    if current == text:
+        return 0
+    sys.stdout.writelines(difflib.unified_diff(
+        current.splitlines(True), text.splitlines(True), args.out, "decision.py would write"))
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
