@@ -309,6 +309,10 @@ impl SweepTrigger {
         self.last_duration_us.store(duration_us, Ordering::Relaxed);
         // Relaxed: a statistic.
         self.finished.fetch_add(1, Ordering::Relaxed);
+        #[cfg(crtc_checker)]
+        if crtc_strategies::mutants::Mutant::SweepFinishKeepsFlag.is_active() {
+            return;
+        }
         // Release: the next claimer sees the overwritten estimates.
         self.in_flight.store(false, Ordering::Release);
     }

@@ -27,14 +27,13 @@
 
 #![cfg(all(crtc_loom, feature = "seqlock"))]
 
-use crtc_strategies::mutants::Mutant;
 use crtc_strategies::seqlock::{OPTIMISTIC_RESTARTS, PESSIMISTIC_FALLBACKS};
 use crtc_strategies::SeqlockGate;
 use crtc_verification::models::gate::{self, GateModel};
 use crtc_verification::models::grace::{self, GraceReclaim, QuarantineAlloc};
 use crtc_verification::models::tree::{Budget, Model, Reads};
 use crtc_verification::models::unlink::UnlinkModel;
-use crtc_verification::models::{Catch, Property, Suite};
+use crtc_verification::models::Suite;
 
 #[global_allocator]
 static ALLOC: QuarantineAlloc = QuarantineAlloc;
@@ -97,21 +96,8 @@ crtc_verification::loom_gate_tests! {
     suite: suite,
     gate: G,
     explorer: Loom,
-    retries: || (OPTIMISTIC_RESTARTS.get(), PESSIMISTIC_FALLBACKS.get()),
-    mutants: [&Mutant::SEQLOCK[..], &Mutant::TREE[..]].concat(),
-    catchers: |mutant| match mutant {
-        Mutant::NoReaderAcquireFence => Catch::new(Property::AtomicRead, &["split", "demote"]),
-        Mutant::NoWriterReleaseFence => Catch::new(Property::AtomicRead, &["split", "demote"]),
-        Mutant::LenBeforePairs => Catch::new(Property::AtomicRead, &["pure_append", "demote_in_place"]),
-        Mutant::DemotingAppendWithoutBump => {
-            Catch::new(Property::AtomicRead, &["demote", "demote_in_place", "L1"])
-        }
-        Mutant::SplitWithoutBump => Catch::new(Property::AtomicRead, &["split", "L2"]),
-        Mutant::SeqlockAppendWithoutPlanBump => Catch::new(Property::SerialOutcome, &["L4b"]),
-        Mutant::SeqlockRetireBeforeUnpublish => {
-            Catch::new(Property::NoFreeWhileHeld, &["pure_grow"])
-        }
-        Mutant::SweepFreesBeforeGrace => Catch::new(Property::NoFreeWhileHeld, &["U1"]),
-        other => unreachable!("{other:?} is not a mutant of this gate"),
-    },
+    retries: [
+        "restarts" => || OPTIMISTIC_RESTARTS.get(),
+        "fallbacks" => || PESSIMISTIC_FALLBACKS.get(),
+    ],
 }
