@@ -1,5 +1,5 @@
-//! Negative controls: each mutant of `crtc_strategies::mutants` (or a
-//! deliberately broken model) is run in a child process of the test binary
+//! Negative controls: each mutant of `crtc_strategies::mutants` is run in a
+//! child process of the test binary
 //! against the models named to catch it, and counts as caught only when the
 //! child fails with the [`Property`] the suite names for it: the property's
 //! id is read from the child's panic message. A child that passes, fails
@@ -66,8 +66,8 @@ impl Catch {
     }
 }
 
-/// One negative control: a mutant (or [`Mutant::None`] with a model that is
-/// broken by construction), its label in reports, and what must catch it.
+/// One negative control: a mutant, its label in reports, and what must
+/// catch it.
 #[derive(Clone, Debug)]
 pub struct Control {
     /// The mutant the child selects.

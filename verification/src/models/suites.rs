@@ -301,7 +301,9 @@ pub fn loom_catch(mutant: Mutant) -> Catch {
         }
         Mutant::LenBeforePairs => (AtomicRead, &["pure_append", "demote_in_place"]),
         Mutant::DemotingAppendWithoutBump => (AtomicRead, &["demote", "demote_in_place", "L1"]),
-        Mutant::SplitWithoutBump => (AtomicRead, &["split", "L2r"]),
+        // The tree models do not reach it at the CI budgets: L2r (whole)
+        // and L2 with its reader (30 000 executions) both pass under it.
+        Mutant::SplitWithoutBump => (AtomicRead, &["split"]),
         Mutant::SeqlockAppendWithoutPlanBump => (SerialOutcome, &["L4b"]),
         Mutant::SeqlockRetireBeforeUnpublish => (NoFreeWhileHeld, &["pure_grow"]),
         Mutant::EpochRelaxedPublish => (RaceFree, &["demote", "split"]),
