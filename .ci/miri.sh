@@ -77,14 +77,28 @@ if [ "$seeds" -gt 0 ]; then
     ) 2>&1 | tee "$seeded_log" || status=1
 fi
 
-ran() { grep -E '^test result:' "$1" | awk '{s += $4} END {print s + 0}'; }
-once=$(ran "$log")
-# Under -Zmiri-many-seeds the harness runs once per seed; each prints its
-# own result line.
-concurrent_runs=$(ran "$seeded_log")
-concurrent=$((seeds > 0 ? concurrent_runs / seeds : 0))
+once=$(grep -E '^test result:' "$log" | awk '{s += $4} END {print s + 0}')
+# -Zmiri-many-seeds runs the seeds in parallel and their output interleaves,
+# so the seeded runs are counted from the tests the filters select (listed
+# under miri, no test run) and the seeds each binary tried; a failing seed
+# fails its cargo command.
+concurrent=0
+if [ "$seeds" -gt 0 ]; then
+    listed=$(
+        cargo +nightly miri test -q -p crtc-verification --features all-strategies --test miri_tree \
+            -- two_threads --list 2>/dev/null
+        cargo +nightly miri test -q -p crtc-strategies --features seqlock,seize --test epoch_memory \
+            -- --list 2>/dev/null
+    ) || status=1
+    concurrent=$(printf '%s\n' "$listed" | grep -c ': test$' || true)
+    tried=$(grep -o 'Trying seed: [0-9]*' "$seeded_log" | wc -l)
+    if [ "$tried" -ne $((2 * seeds)) ]; then
+        echo "miri: the seeded runs tried $tried seeds, not $((2 * seeds))" >&2
+        status=1
+    fi
+fi
 ub=$(cat "$log" "$seeded_log" | grep -c 'Undefined Behavior' || true)
-echo "miri: $((once + concurrent_runs)) test runs ($once once, $concurrent concurrent x $seeds more seeds), $ub UB"
+echo "miri: $((once + concurrent * seeds)) test runs ($once once, $concurrent concurrent x $seeds more seeds), $ub UB"
 if [ "$status" -ne 0 ] || [ "$ub" -ne 0 ]; then
     cat "$log" "$seeded_log" | grep -E -A3 'Undefined Behavior|^error' | head -n 40 >&2
     exit 1
