@@ -6,8 +6,10 @@
 #       reader models L2r/L3r) and the gate-level models (torn reads against a
 #       split / demoting append / pure append, two appenders); see
 #       verification/src/models/{tree,gate}.rs
-#   loom_sweep  the sweep scheduling on SweepTrigger, with its racy-claim and
-#       leaked-claim negative controls (verification/src/models/sweep.rs)
+#   loom_sweep  the sweep scheduling on SweepTrigger, with its two mutants
+#       (a racy claim, a finish that keeps the flag;
+#       verification/src/models/sweep.rs), and the coverage test of every
+#       suite's mutant lists and catchers (mutant_catalogue_is_complete)
 #   loom_slots  a lane's cached rank slot against the rank's removal and the
 #       slot's reuse on SlotRegistry, with its two cache mutants
 #       (verification/src/models/slots.rs)
@@ -17,7 +19,12 @@
 #       real tree racing a split and a reader, with the release's grace
 #       mutant (verification/src/models/ranks.rs)
 #
-# Usage: .ci/loom.sh [all|models|mutants]   (default: all)
+# Usage: .ci/loom.sh [all|models|mutants]   (default: all). `all` and
+# `mutants` first run the unmutated models and stop if one fails, then the
+# negative controls, so a mutant is never counted as caught by a model that
+# fails without it. The mutants each suite runs and what must catch them are
+# in verification/src/models/suites.rs (LOOM_SUITES, loom_catch); loom_sweep
+# also runs their coverage test (mutant_catalogue_is_complete).
 # Knobs (CI defaults): CRTC_LOOM_PREEMPTIONS (2); CRTC_LOOM_READS and
 # CRTC_LOOM_CAP override the per-gate budgets (see loom_seqlock.rs);
 # CRTC_MUTANT_MATRIX=1 runs every mutant against every model. loom's own
@@ -28,8 +35,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 source .ci/checkers.sh
-choose_filter "$0" "${1:-all}" models loom_mutants_are_caught sweep_negative_controls_fail \
-    slots_negative_controls_fail ranks_negative_controls_fail
+what="${1:-all}"
+mutant_tests=(loom_mutants_are_caught sweep_negative_controls_fail slots_negative_controls_fail
+    ranks_negative_controls_fail)
+choose_filter "$0" "$what" models "${mutant_tests[@]}"
 
 export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }--cfg crtc_loom"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/loom"
@@ -38,7 +47,17 @@ export CRTC_LOOM_PREEMPTIONS="${CRTC_LOOM_PREEMPTIONS:-2}"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 start=$SECONDS
-run_suites "$log" loom_rwlock loom_seqlock loom_epoch loom_sweep loom_slots loom_ranks loom_mutex
+suites=(loom_rwlock loom_seqlock loom_epoch loom_sweep loom_slots loom_ranks loom_mutex)
+choose_filter "$0" models models "${mutant_tests[@]}"
+run_suites "$log" "${suites[@]}"
+first_build=$build
+phases="models"
+if [ "$what" != models ]; then
+    choose_filter "$0" mutants models "${mutant_tests[@]}"
+    run_suites "$log" "${suites[@]}"
+    phases="models, then mutants"
+fi
+build=$first_build
 
 # One summary line: per gate, its models (executions, seconds) and its
 # negative controls (caught / total, with the catching model).
@@ -58,11 +77,11 @@ for gate in rwlock seqlock epoch sweep slots ranks mutex; do
     caught=$(grep -oE "loom mutants $gate: [0-9]+ of [0-9]+ caught" "$log" | tail -1 | grep -oE '[0-9]+ of [0-9]+' || true)
     if [ -n "$caught" ]; then
         catchers=$(catchers "$log" "$gate")
-        label=mutants
-        [ "$gate" = sweep ] && label="negative controls"
-        part+="; $label $caught caught ($catchers)"
+        part+="; mutants $caught caught ($catchers)"
     fi
     [ "$part" != "$gate:" ] && parts+=("$part")
 done
+declared=$(grep -oE "mutant catalogue: [0-9]+ declared mutants" "$log" | grep -oE '[0-9]+' || true)
+[ -n "$declared" ] && parts+=("catalogue: $declared declared mutants, each listed, every catcher able to fail its property")
 summary=$(printf '%s | ' "${parts[@]}")
-echo "loom (preemption bound $CRTC_LOOM_PREEMPTIONS, build ${build}s, total $((SECONDS - start))s): ${summary% | }"
+echo "loom (preemption bound $CRTC_LOOM_PREEMPTIONS, $phases, build ${build}s, total $((SECONDS - start))s): ${summary% | }"

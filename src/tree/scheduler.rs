@@ -255,6 +255,9 @@ impl SweepTrigger {
         self.last_duration_us.store(duration_us, Ordering::Relaxed);
         // Relaxed: a statistic.
         self.finished.fetch_add(1, Ordering::Relaxed);
+        if mutant!(SweepFinishKeepsFlag) {
+            return;
+        }
         // Release: the next claimer sees the overwritten estimates.
         self.in_flight.store(false, Ordering::Release);
     }

@@ -11,10 +11,13 @@
 //! Each variant's doc names the property whose check must fail on it. A
 //! model that does not fail on a mutant is too weak; the verification
 //! suites assert that every mutant of their gate's list is caught. The
-//! per-gate lists ([`Mutant::RWLOCK`], [`Mutant::SEQLOCK`],
-//! [`Mutant::EPOCH`]), the tree's ([`Mutant::TREE`], run under every
-//! gate) and rank removal's ([`Mutant::RANKS`], `loom_ranks`) are what the
-//! suites run; every mutant is in one of them.
+//! per-gate lists ([`Mutant::RWLOCK`], [`Mutant::RWLOCK_LOOM`],
+//! [`Mutant::SEQLOCK`], [`Mutant::EPOCH`]), the tree's ([`Mutant::TREE`],
+//! run under every gate), the sweep trigger's ([`Mutant::SWEEP`]), the
+//! rank slots' ([`Mutant::SLOTS`]) and rank removal's ([`Mutant::RANKS`],
+//! `loom_ranks`) are what the suites run; the loom suites' catalogue
+//! (`crtc_verification::models::suites`) names the lists each suite runs,
+//! and its coverage test fails when a mutant is in none of them.
 
 use crate::checker_state;
 use crate::gate::{append_eligibility, AppendMiss};
@@ -115,6 +118,23 @@ pub enum Mutant {
     /// the mapping lookup instead of before, so an unmap the lookup missed
     /// can pass as seen. Must fail `slot-owned`.
     SlotStampAfterLookup = 22,
+    /// RwLock: the append compares its parent with the edge's first block
+    /// instead of its tail, so every decode append to an edge of two or more
+    /// blocks misses and the general path stores it: no block is lost or
+    /// misplaced, the fast path just never runs. Property: `fast-hits` (L1's
+    /// append on the 4-block leaf must hit; L4b must hit in at least one
+    /// execution of its exploration).
+    TailCheckAgainstHead = 30,
+    /// RwLock: the append runs no eligibility check inside its exclusive
+    /// section (it trusts the caller's tail lookup), so two appenders that
+    /// both looked up the same tail both append. Property: `one-append-wins`
+    /// (the gate-level `two_appenders` model).
+    AppendTrustsLookup = 31,
+    /// Sweep: a finished sweep records its recount but never frees the
+    /// in-flight flag (checked in `crtc::tree::sweep`), so no sweep can be
+    /// claimed again. Property: `sweep-not-lost` (the `sweep_claim` model:
+    /// the flag is left set after every scheduler returned).
+    SweepFinishKeepsFlag = 32,
     /// Rank slots: `release` makes the swept slots reusable at once, without
     /// waiting for the threads pinned before it (the grace period after the
     /// removal's sweep; checked in `crtc::tree::slots`), so a reader that
@@ -132,6 +152,18 @@ impl Mutant {
         Mutant::NoInvalidation,
         Mutant::TailCheckOutsideSection,
     ];
+
+    /// The mutants of the RwLock gate's append that only loom's models see:
+    /// they leave every final state and read correct and break only the
+    /// fast-path counts (`fast-hits`) and the two-appender outcome
+    /// (`one-append-wins`), which shuttle's scenarios do not check.
+    pub const RWLOCK_LOOM: [Mutant; 2] = [Mutant::TailCheckAgainstHead, Mutant::AppendTrustsLookup];
+
+    /// The mutants of the stale-leaf sweep's trigger (`crtc::tree::sweep`).
+    pub const SWEEP: [Mutant; 2] = [Mutant::RacySweepClaim, Mutant::SweepFinishKeepsFlag];
+
+    /// The mutants of the lanes' cached rank slots (`crtc::tree::slots`).
+    pub const SLOTS: [Mutant; 2] = [Mutant::SlotCacheIgnoresUnmaps, Mutant::SlotStampAfterLookup];
 
     /// The mutants of the tree around the gates (run under every gate).
     pub const TREE: [Mutant; 1] = [Mutant::SweepFreesBeforeGrace];
@@ -162,7 +194,7 @@ impl Mutant {
     pub const RANKS: [Mutant; 1] = [Mutant::SlotRecycledBeforeGrace];
 
     /// Every mutant, for lookups by name or id.
-    pub const ALL: [Mutant; 23] = [
+    pub const ALL: [Mutant; 26] = [
         Mutant::SkipInternalCheck,
         Mutant::ClearBitBeforeCutoff,
         Mutant::NoInvalidation,
@@ -185,6 +217,9 @@ impl Mutant {
         Mutant::EpochReadsReplacedSnapshotLength,
         Mutant::SlotCacheIgnoresUnmaps,
         Mutant::SlotStampAfterLookup,
+        Mutant::TailCheckAgainstHead,
+        Mutant::AppendTrustsLookup,
+        Mutant::SweepFinishKeepsFlag,
         Mutant::SlotRecycledBeforeGrace,
     ];
 
@@ -235,7 +270,13 @@ pub(crate) fn rwlock_append<R: crate::reclaim::Reclaim>(
     }
     let exclusive = gate.gate.write();
     let mut state = gate.state.write();
-    let checked = append_eligibility(&*state, slot, parent, blocks);
+    let checked = match mutant {
+        Mutant::AppendTrustsLookup => Ok(()),
+        Mutant::TailCheckAgainstHead if state.len() > 1 && state.pair(0).external != parent => {
+            Err(AppendMiss::NotTail)
+        }
+        _ => append_eligibility(&*state, slot, parent, blocks),
+    };
     let internal_only = mutant == Mutant::SkipInternalCheck && checked == Err(AppendMiss::Internal);
     if checked.is_err()
         && !(internal_only

@@ -106,6 +106,19 @@ fn churn<G: ShapeGate>(g: &G, seed: u64) {
     }
 }
 
+/// Whether `pairs` is an edge the concurrent churn can build: the leaf's
+/// blocks `1..=n`, then appends of `[h, h + 1]` whose `h` (seeds from 1, so
+/// at least 1 000 000) grows by one a step (so one append may repeat the
+/// last block of the one before), cut back by splits. So the edge is not
+/// empty, its externals never decrease from at least 1, and every local is
+/// its external's `% 13`. A view of a freed, torn or half-written buffer (a
+/// zero pair below the length, an old block after a new one) breaks it.
+fn well_formed(pairs: &[BlockPair]) -> bool {
+    pairs.first().is_some_and(|p| p.external.0 >= 1)
+        && pairs.windows(2).all(|w| w[0].external.0 <= w[1].external.0)
+        && pairs.iter().all(|p| p.local.0 == p.external.0 % 13)
+}
+
 fn leaf<G: ShapeGate>(n: u64) -> G {
     G::new(ShapeInit::leaf((1..=n).map(block).collect(), Slot(0)))
 }
@@ -181,8 +194,17 @@ fn concurrent<R: Reclaim>() {
                 // Relaxed: a stop flag only.
                 while !stop.load(Ordering::Relaxed) {
                     let _pin = R::pin();
-                    let total: usize = gates.iter().map(|g| g.read(|s| s.len())).sum();
-                    assert!(total > 0);
+                    for g in gates.iter() {
+                        let pairs = g.read(|s| {
+                            let mut pairs = Vec::new();
+                            s.copy_pairs(0..s.len(), &mut pairs);
+                            pairs
+                        });
+                        assert!(
+                            well_formed(&pairs),
+                            "a read saw a malformed edge: {pairs:?}"
+                        );
+                    }
                 }
                 R::collect();
             })
@@ -197,7 +219,7 @@ fn concurrent<R: Reclaim>() {
                         .iter()
                         .skip(w as usize)
                         .step_by(2)
-                        .for_each(|g| churn(&**g, round * 100 + w));
+                        .for_each(|g| churn(&**g, 1 + round * 100 + w));
                 }
                 R::collect();
             })

@@ -10,23 +10,23 @@
 //!   freed (`models::grace`);
 //! - the sweep models U1 and U2 (`models::unlink`), over the same gate.
 //!
-//! Negative controls: the six epoch mutants (a Relaxed snapshot
-//! publication, a retire before the unlink, `len` before the pairs, writers
-//! without the per-node exclusion, a fast append without a plan bump, a
-//! live length followed without re-validation) and the tree's sweep that
-//! frees before the grace period, each in a child process, each caught by
-//! the property its catcher names.
+//! Negative controls: the seven epoch mutants (`Mutant::EPOCH`: a Relaxed
+//! snapshot publication, a retire before the unlink, `len` before the
+//! pairs, writers without the per-node exclusion, a fast append without a
+//! plan bump, a live length followed without re-validation, a replaced
+//! snapshot's length trusted) and the tree's sweep that frees before the
+//! grace period, each in a child process, each caught by the property
+//! `models::suites::loom_catch` names.
 
 #![cfg(all(crtc_loom, feature = "epoch"))]
 
 use crtc_strategies::epoch::READ_FALLBACKS;
-use crtc_strategies::mutants::Mutant;
 use crtc_strategies::EpochGate;
 use crtc_verification::models::gate::{self, GateModel};
 use crtc_verification::models::grace::{self, GraceReclaim, QuarantineAlloc};
 use crtc_verification::models::tree::{Budget, Model, Reads};
 use crtc_verification::models::unlink::UnlinkModel;
-use crtc_verification::models::{Catch, Property, Suite};
+use crtc_verification::models::Suite;
 
 #[global_allocator]
 static ALLOC: QuarantineAlloc = QuarantineAlloc;
@@ -59,28 +59,7 @@ crtc_verification::loom_gate_tests! {
     suite: suite,
     gate: G,
     explorer: Loom,
-    retries: || (0, READ_FALLBACKS.get()),
-    mutants: [&Mutant::EPOCH[..], &Mutant::TREE[..]].concat(),
-    catchers: |mutant| match mutant {
-        Mutant::EpochRelaxedPublish => Catch::new(Property::RaceFree, &["demote", "split"]),
-        Mutant::EpochRetireBeforeUnlink => {
-            Catch::new(Property::NoFreeWhileHeld, &["demote", "demote_in_place"])
-        }
-        Mutant::EpochLenBeforePairs => Catch::new(Property::AtomicRead, &["pure_append", "demote_in_place"]),
-        // The stale plan extends B over A's block: the concurrent reader
-        // credits B with a block it never stored (C1) before the final
-        // state is checked.
-        Mutant::EpochAppendWithoutPlanBump => Catch::new(Property::ReadBounds, &["L4b"]),
-        Mutant::EpochUnvalidatedLiveLength => {
-            Catch::new(Property::AtomicRead, &["demote_in_place", "demote"])
-        }
-        Mutant::EpochUnexcludedWriters => {
-            Catch::new(Property::NoFreeWhileHeld, &["two_appenders", "L4a"])
-        }
-        Mutant::EpochReadsReplacedSnapshotLength => {
-            Catch::new(Property::ReadYourWrites, &["L5"])
-        }
-        Mutant::SweepFreesBeforeGrace => Catch::new(Property::NoFreeWhileHeld, &["U1"]),
-        other => unreachable!("{other:?} is not a mutant of this gate"),
-    },
+    // The epoch reader tries once optimistically, then re-runs under the
+    // node's mutex (a fallback): it has no restart counter.
+    retries: ["fallbacks" => || READ_FALLBACKS.get()],
 }

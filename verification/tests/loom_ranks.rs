@@ -14,11 +14,10 @@
 
 #![cfg(crtc_loom)]
 
-use crtc_strategies::mutants::Mutant;
 use crtc_strategies::RwLockGate;
 use crtc_verification::models::grace::{self, GraceReclaim, QuarantineAlloc};
 use crtc_verification::models::ranks::RankModel;
-use crtc_verification::models::{Catch, Property, Suite};
+use crtc_verification::models::Suite;
 
 #[global_allocator]
 static ALLOC: QuarantineAlloc = QuarantineAlloc;
@@ -55,7 +54,5 @@ fn r2_cleared_vs_split_and_reader() {
 
 #[test]
 fn ranks_negative_controls_fail() {
-    suite().mutants(CONTROL_TEST, &Mutant::RANKS, |_| {
-        Catch::new(Property::ReadBounds, &["R1"])
-    });
+    suite().loom_controls(CONTROL_TEST);
 }

@@ -26,22 +26,24 @@
 //! test thread, and the one test that reads the process-wide retry counters
 //! runs alone in a child process (`models::alone`).
 //!
-//! Negative controls (`loom_mutants_are_caught`): every RwLock mutant, and
-//! the tree's `SweepFreesBeforeGrace` (caught by U1), runs
-//! against the models that must catch it, each in a child process of this
-//! test binary, and must make one fail. `CRTC_MUTANT_MATRIX=1` runs every
+//! Negative controls (`loom_mutants_are_caught`): the RwLock mutants
+//! (`Mutant::RWLOCK` and `Mutant::RWLOCK_LOOM`: a fast path that never hits,
+//! caught by `fast-hits`, and an append that trusts the caller's lookup,
+//! caught by `one-append-wins`), and the tree's `SweepFreesBeforeGrace`
+//! (caught by U1), each run against the models `models::suites::loom_catch`
+//! names, each in a child process of this test binary, and each must make
+//! one fail its property. `CRTC_MUTANT_MATRIX=1` runs every
 //! mutant against every model instead (slow: a surviving pair explores its
 //! whole model).
 
 #![cfg(crtc_loom)]
 
-use crtc_strategies::mutants::Mutant;
 use crtc_strategies::RwLockGate;
 use crtc_verification::models::gate::{self, GateModel};
 use crtc_verification::models::grace::{self, GraceReclaim, QuarantineAlloc};
 use crtc_verification::models::tree::{Budget, Model, Reads};
 use crtc_verification::models::unlink::UnlinkModel;
-use crtc_verification::models::{Catch, Property, Suite};
+use crtc_verification::models::Suite;
 
 #[global_allocator]
 static ALLOC: QuarantineAlloc = QuarantineAlloc;
@@ -77,16 +79,8 @@ crtc_verification::loom_gate_tests! {
     suite: suite,
     gate: G,
     explorer: Loom,
-    retries: || (0, 0),
-    mutants: [&Mutant::RWLOCK[..], &Mutant::TREE[..]].concat(),
-    catchers: |mutant| match mutant {
-        Mutant::SkipInternalCheck => Catch::new(Property::ReadBounds, &["L2"]),
-        Mutant::ClearBitBeforeCutoff => Catch::new(Property::AtomicRead, &["L1", "demote"]),
-        Mutant::NoInvalidation => Catch::new(Property::ReadBounds, &["L4b"]),
-        Mutant::TailCheckOutsideSection => Catch::new(Property::ReadBounds, &["L4a", "L4b"]),
-        Mutant::SweepFreesBeforeGrace => Catch::new(Property::NoFreeWhileHeld, &["U1"]),
-        other => unreachable!("{other:?} is not a mutant of this gate"),
-    },
+    // A locking reader never retries: no counters to check.
+    retries: [],
 }
 
 #[test]

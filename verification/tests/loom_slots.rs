@@ -6,16 +6,15 @@
 //! `loom_ranks`.
 //!
 //! Negative controls (`slots_negative_controls_fail`), each in a child
-//! process of this binary: the mutants `SlotCacheIgnoresUnmaps` (a cached
+//! process of this binary: the mutants of `Mutant::SLOTS`, `SlotCacheIgnoresUnmaps` (a cached
 //! slot used without checking the unmap count) and `SlotStampAfterLookup`
 //! (the cache's stamp read after the mapping lookup) must each make the
 //! model fail `slot-owned`.
 
 #![cfg(crtc_loom)]
 
-use crtc_strategies::mutants::Mutant;
 use crtc_verification::models::slots;
-use crtc_verification::models::{Catch, Control, Property, Suite};
+use crtc_verification::models::Suite;
 
 crtc_verification::loom_explorer!(Loom);
 
@@ -37,11 +36,5 @@ fn slot_reuse() {
 
 #[test]
 fn slots_negative_controls_fail() {
-    let controls =
-        [Mutant::SlotCacheIgnoresUnmaps, Mutant::SlotStampAfterLookup].map(|mutant| Control {
-            mutant,
-            label: format!("{mutant:?}"),
-            catch: Catch::new(Property::SlotOwned, &[slots::NAME]),
-        });
-    suite().expect_failures(CONTROL_TEST, &controls);
+    suite().loom_controls(CONTROL_TEST);
 }

@@ -4,16 +4,21 @@
 //! and no due sweep lost. Gate-independent (the trigger is the tree's).
 //!
 //! Negative controls (`sweep_negative_controls_fail`), each in a child
-//! process of this binary: the mutant `RacySweepClaim` (the trigger's own
-//! claim made a load and a later store) must let two sweeps run in the same
-//! model, and a caller that drops its claim without `cancel` must leave the
-//! flag set; the model must fail on both.
+//! process of this binary: the trigger's mutants (`Mutant::SWEEP`):
+//! `RacySweepClaim` (the claim made a load and a later store) must let two
+//! sweeps run at once (`one-sweep`), and `SweepFinishKeepsFlag` (a finished
+//! sweep that never frees the flag) must leave the flag set
+//! (`sweep-not-lost`).
+//!
+//! `mutant_catalogue_is_complete` is the coverage test of every loom
+//! suite's negative controls (`models::suites::check_catalogue`): it runs
+//! here because the mutants exist only in checker builds.
 
 #![cfg(crtc_loom)]
 
-use crtc_strategies::mutants::Mutant;
-use crtc_verification::models::sweep::Claim;
-use crtc_verification::models::{Catch, Control, Property, Suite};
+use crtc_verification::models::suites::check_catalogue;
+use crtc_verification::models::sweep::{self, NAME};
+use crtc_verification::models::Suite;
 
 crtc_verification::loom_explorer!(Loom);
 
@@ -24,33 +29,21 @@ fn suite() -> Suite {
     Suite {
         checker: "loom",
         gate: "sweep",
-        models: [Claim::Correct, Claim::Leaky]
-            .into_iter()
-            .map(|c| c.named(Loom))
-            .collect(),
+        models: vec![sweep::named(Loom)],
     }
 }
 
 #[test]
 fn sweep_scheduling() {
-    suite().report(Claim::Correct.name());
+    suite().report(NAME);
 }
 
 #[test]
 fn sweep_negative_controls_fail() {
-    suite().expect_failures(
-        CONTROL_TEST,
-        &[
-            Control {
-                mutant: Mutant::RacySweepClaim,
-                label: "RacySweepClaim".to_string(),
-                catch: Catch::new(Property::OneSweep, &[Claim::Correct.name()]),
-            },
-            Control {
-                mutant: Mutant::None,
-                label: "LeakedSweepClaim".to_string(),
-                catch: Catch::new(Property::SweepNotLost, &[Claim::Leaky.name()]),
-            },
-        ],
-    );
+    suite().loom_controls(CONTROL_TEST);
+}
+
+#[test]
+fn mutant_catalogue_is_complete() {
+    check_catalogue();
 }

@@ -1,5 +1,5 @@
-//! Negative controls: each mutant of `crtc_strategies::mutants` (or a
-//! deliberately broken model) is run in a child process of the test binary
+//! Negative controls: each mutant of `crtc_strategies::mutants` is run in a
+//! child process of the test binary
 //! against the models named to catch it, and counts as caught only when the
 //! child fails with the [`Property`] the suite names for it: the property's
 //! id is read from the child's panic message. A child that passes, fails
@@ -66,8 +66,8 @@ impl Catch {
     }
 }
 
-/// One negative control: a mutant (or [`Mutant::None`] with a model that is
-/// broken by construction), its label in reports, and what must catch it.
+/// One negative control: a mutant, its label in reports, and what must
+/// catch it.
 #[derive(Clone, Debug)]
 pub struct Control {
     /// The mutant the child selects.
@@ -216,6 +216,29 @@ impl Suite {
         );
     }
 
+    /// [`Suite::mutants`] for this loom suite's catalogued mutants: its
+    /// lists in [`LOOM_SUITES`](super::suites::LOOM_SUITES), each mutant
+    /// caught as [`loom_catch`](super::suites::loom_catch) says. Before any
+    /// child runs, every catcher must be a model of this suite that can fail
+    /// its property.
+    pub fn loom_controls(&self, test: &str) {
+        let mutants = super::suites::loom_mutants(self.gate);
+        if child_request().is_none() {
+            for &mutant in &mutants {
+                let catch = super::suites::loom_catch(mutant);
+                for model in &catch.models {
+                    self.model(model);
+                    assert!(
+                        super::suites::loom_can_emit(model, catch.property),
+                        "{mutant:?}: catcher {model} cannot fail {}",
+                        catch.property.id()
+                    );
+                }
+            }
+        }
+        self.mutants(test, &mutants, super::suites::loom_catch);
+    }
+
     /// [`Suite::expect_failures`] for `mutants`, each labelled with its name
     /// and caught as `catch(mutant)` says.
     pub fn mutants(&self, test: &str, mutants: &[Mutant], catch: impl Fn(Mutant) -> Catch) {
@@ -248,6 +271,14 @@ impl Suite {
             let label = &control.label;
             let gate = self.gate;
             let why = verdict.panic.unwrap_or_default();
+            if let ChildOutcome::Failed(Some(p)) = verdict.outcome {
+                assert!(
+                    self.checker != "loom" || super::suites::loom_can_emit(model, p),
+                    "{model} failed {} under {label}, which `loom_emits` says it cannot: \
+                     fix its row in models/suites.rs",
+                    p.id()
+                );
+            }
             match verdict.outcome {
                 ChildOutcome::Failed(Some(p)) if p == expected => {
                     println!(

@@ -7,8 +7,12 @@
 //!   per tree model (L1–L4 with the reader models L2r and L3r, the sweep
 //!   models U1 and U2) and per gate-level model (torn reads against a split,
 //!   a demoting append and a pure append, in place and into a new buffer;
-//!   two appenders), the serial-outcome check, and the negative controls. The pure-append test also checks that a pure append
-//!   never makes a reader retry (the gate's retry counters do not move).
+//!   two appenders), the serial-outcome check, and the negative controls
+//!   (the suite's lists in [`LOOM_SUITES`], caught as [`loom_catch`] says).
+//!   The pure-append test also checks that a pure append never makes a
+//!   reader retry (the gate's retry counters, where it has any, do not
+//!   move).
+//! - [`check_catalogue`]: the coverage test of those lists and catchers.
 //! - [`shuttle_gate_tests!`](crate::shuttle_gate_tests) expands to the
 //!   whole-tree scenarios (fast path on and off), the two decode storms with
 //!   their retry distributions, the case-stream check and the negative
@@ -17,6 +21,8 @@
 //! Both run their models through `$suite()` (loom) or the checker type
 //! built by [`loom_explorer!`](crate::loom_explorer) /
 //! [`shuttle_explorer!`](crate::shuttle_explorer) in the same binary.
+
+use super::{Catch, Mutant, Property};
 
 /// One `#[test]` per `name => "model"` pair, reporting `$suite()`'s model.
 #[macro_export]
@@ -30,19 +36,22 @@ macro_rules! model_report_tests {
 }
 
 /// The loom tests of one gate; see the module docs. Arguments:
-/// `suite` builds the gate's [`Suite`](crate::models::Suite); `gate` is the
-/// tree models' gate type; `explorer` the binary's loom explorer;
-/// `retries` returns the gate's process-wide retry counters; `mutants` the
-/// gate's mutants; `catchers` maps a mutant to the models that must catch it.
+/// `suite` builds the gate's [`Suite`](crate::models::Suite), whose name
+/// picks its mutants and their catchers from [`LOOM_SUITES`] and
+/// [`loom_catch`]; `gate` is the tree models' gate type; `explorer` the
+/// binary's loom explorer; `retries` the gate's process-wide retry counters
+/// as `name => getter` pairs (none for a locking reader, which never
+/// retries). A gate outside crtc-strategies, which has no entry in
+/// [`LOOM_SUITES`], names the mutants it honours with `mutants: [..]`;
+/// their catchers still come from [`loom_catch`].
 #[macro_export]
 macro_rules! loom_gate_tests {
     (
         suite: $suite:ident,
         gate: $G:ty,
         explorer: $explorer:expr,
-        retries: $retries:expr,
-        mutants: $mutants:expr,
-        catchers: $catchers:expr $(,)?
+        retries: [$($counter:literal => $get:expr),* $(,)?]
+        $(, mutants: [$($mutant:expr),* $(,)?])? $(,)?
     ) => {
         /// The test that doubles as the negative controls' child.
         const MUTANT_TEST: &str = "loom_mutants_are_caught";
@@ -70,14 +79,13 @@ macro_rules! loom_gate_tests {
         #[test]
         fn gate_reader_vs_pure_append() {
             $crate::models::alone("gate_reader_vs_pure_append", || {
-                let retries: fn() -> (u64, u64) = $retries;
-                let before = retries();
+                let counters: &[(&str, fn() -> u64)] = &[$(($counter, $get)),*];
+                let read = || counters.iter().map(|(name, get)| (*name, get())).collect::<Vec<_>>();
+                let before = read();
                 $suite().report("pure_append");
-                assert_eq!(
-                    before,
-                    retries(),
-                    "a pure append made a reader retry (restarts, fallbacks)"
-                );
+                let after = read();
+                println!("pure append: reader retry counters {after:?} (before {before:?})");
+                assert_eq!(before, after, "a pure append made a reader retry");
             });
         }
 
@@ -88,7 +96,15 @@ macro_rules! loom_gate_tests {
 
         #[test]
         fn loom_mutants_are_caught() {
-            $suite().mutants(MUTANT_TEST, &$mutants, $catchers);
+            let outside: Option<Vec<$crate::models::Mutant>> = None $(.or(Some(vec![$($mutant),*])))?;
+            match outside {
+                Some(mutants) => $suite().mutants(
+                    MUTANT_TEST,
+                    &mutants,
+                    $crate::models::suites::loom_catch,
+                ),
+                None => $suite().loom_controls(MUTANT_TEST),
+            }
         }
     };
 }
@@ -232,4 +248,205 @@ macro_rules! shuttle_gate_tests {
             });
         }
     };
+}
+
+/// The mutant lists one loom suite runs as its negative controls.
+#[derive(Clone, Copy, Debug)]
+pub struct SuiteMutants {
+    /// The suite's name ([`Suite::gate`](crate::models::Suite)).
+    pub suite: &'static str,
+    /// The lists of `crtc_strategies::mutants::Mutant` it runs.
+    pub lists: &'static [&'static [Mutant]],
+}
+
+/// Every loom suite's mutant lists: the single source the suites run and
+/// the coverage test ([`check_catalogue`]) holds against `Mutant::ALL`.
+pub const LOOM_SUITES: [SuiteMutants; 6] = [
+    SuiteMutants {
+        suite: "rwlock",
+        lists: &[&Mutant::RWLOCK, &Mutant::RWLOCK_LOOM, &Mutant::TREE],
+    },
+    SuiteMutants {
+        suite: "seqlock",
+        lists: &[&Mutant::SEQLOCK, &Mutant::TREE],
+    },
+    SuiteMutants {
+        suite: "epoch",
+        lists: &[&Mutant::EPOCH, &Mutant::TREE],
+    },
+    SuiteMutants {
+        suite: "sweep",
+        lists: &[&Mutant::SWEEP],
+    },
+    SuiteMutants {
+        suite: "slots",
+        lists: &[&Mutant::SLOTS],
+    },
+    SuiteMutants {
+        suite: "ranks",
+        lists: &[&Mutant::RANKS],
+    },
+];
+
+/// The mutants the loom suite `suite` runs, in list order.
+pub fn loom_mutants(suite: &str) -> Vec<Mutant> {
+    LOOM_SUITES
+        .iter()
+        .find(|s| s.suite == suite)
+        .unwrap_or_else(|| panic!("no loom suite {suite} in LOOM_SUITES"))
+        .lists
+        .concat()
+}
+
+/// What must catch `mutant` in loom: the property each mutant's doc names
+/// and the models that show it, tried in order. The match is exhaustive, so
+/// a new `Mutant` variant does not compile until it is catalogued here.
+pub fn loom_catch(mutant: Mutant) -> Catch {
+    use Property::*;
+    let (property, models): (Property, &[&'static str]) = match mutant {
+        Mutant::None => panic!("Mutant::None is the correct code, not a negative control"),
+        Mutant::SkipInternalCheck => (ReadBounds, &["L2"]),
+        Mutant::ClearBitBeforeCutoff => (AtomicRead, &["L1", "demote"]),
+        Mutant::NoInvalidation => (ReadBounds, &["L4b"]),
+        Mutant::TailCheckOutsideSection => (ReadBounds, &["L4a", "L4b"]),
+        Mutant::TailCheckAgainstHead => (FastHits, &["L4b", "L1"]),
+        Mutant::AppendTrustsLookup => (OneAppendWins, &["two_appenders"]),
+        Mutant::NoReaderAcquireFence | Mutant::NoWriterReleaseFence => {
+            (AtomicRead, &["split", "demote"])
+        }
+        Mutant::LenBeforePairs => (AtomicRead, &["pure_append", "demote_in_place"]),
+        Mutant::DemotingAppendWithoutBump => (AtomicRead, &["demote", "demote_in_place", "L1"]),
+        // The tree models do not reach it at the CI budgets: L2r (whole)
+        // and L2 with its reader (30 000 executions) both pass under it.
+        Mutant::SplitWithoutBump => (AtomicRead, &["split"]),
+        Mutant::SeqlockAppendWithoutPlanBump => (SerialOutcome, &["L4b"]),
+        Mutant::SeqlockRetireBeforeUnpublish => (NoFreeWhileHeld, &["pure_grow"]),
+        Mutant::EpochRelaxedPublish => (RaceFree, &["demote", "split"]),
+        Mutant::EpochRetireBeforeUnlink => (NoFreeWhileHeld, &["demote", "demote_in_place"]),
+        Mutant::EpochLenBeforePairs => (AtomicRead, &["pure_append", "demote_in_place"]),
+        // The stale plan extends B over A's block: the concurrent reader
+        // credits B with a block it never stored (C1) before the final
+        // state is checked.
+        Mutant::EpochAppendWithoutPlanBump => (ReadBounds, &["L4b"]),
+        Mutant::EpochUnvalidatedLiveLength => (AtomicRead, &["demote_in_place", "demote"]),
+        Mutant::EpochUnexcludedWriters => (NoFreeWhileHeld, &["two_appenders", "L4a"]),
+        Mutant::EpochReadsReplacedSnapshotLength => (ReadYourWrites, &["L5"]),
+        Mutant::SweepFreesBeforeGrace => (NoFreeWhileHeld, &["U1"]),
+        Mutant::RacySweepClaim => (OneSweep, &["sweep_claim"]),
+        Mutant::SweepFinishKeepsFlag => (SweepNotLost, &["sweep_claim"]),
+        Mutant::SlotCacheIgnoresUnmaps | Mutant::SlotStampAfterLookup => {
+            (SlotOwned, &["slot_reuse"])
+        }
+        Mutant::SlotRecycledBeforeGrace => (ReadBounds, &["R1"]),
+    };
+    Catch::new(property, models)
+}
+
+/// What loom itself reports in any model: a data race on a loom cell and an
+/// `Arc` released too often, and (every model runs over the grace reclaimer
+/// or counts its pins) a block freed while held.
+const LOOM_ANY: [Property; 2] = [Property::RaceFree, Property::NoFreeWhileHeld];
+
+/// The properties loom model `model` can fail besides [`LOOM_ANY`], read off
+/// its checks (`None`: no such loom model). A catcher listed for a property
+/// its model cannot fail could never catch its mutant; [`check_catalogue`]
+/// rejects that, and a negative-control run that sees a model fail a
+/// property outside its row fails too, so the table cannot drift from the
+/// checks unnoticed.
+pub fn loom_emits(model: &str) -> Option<&'static [Property]> {
+    use Property::*;
+    Some(match model {
+        // The reader models: one read, the before or after scores.
+        "L1" | "L2r" | "L3r" => &[AtomicRead, Accepted, SerialOutcome, FastHits],
+        // A reader within its bounds while the writers run.
+        "L2" | "L3" | "L4a" | "L4b" => &[ReadBounds, Accepted, SerialOutcome, FastHits],
+        "L5" => &[
+            ReadYourWrites,
+            ReadBounds,
+            Accepted,
+            SerialOutcome,
+            FastHits,
+        ],
+        "split" | "demote" | "demote_in_place" | "pure_append" | "pure_grow" => {
+            &[AtomicRead, SerialOutcome]
+        }
+        "two_appenders" => &[OneAppendWins, SerialOutcome],
+        "U1" => &[OneSweep, AtomicRead, Accepted, SerialOutcome, FastHits],
+        "U2" => &[OneSweep, Accepted, SerialOutcome, FastHits],
+        "sweep_claim" => &[OneSweep, SweepNotLost],
+        "slot_reuse" => &[SlotOwned],
+        // A reader within its bounds while a rank is removed or cleared.
+        "R1" | "R2" => &[ReadBounds, Accepted, SerialOutcome],
+        _ => return None,
+    })
+}
+
+/// Whether loom model `model` can fail `property`.
+pub fn loom_can_emit(model: &str, property: Property) -> bool {
+    LOOM_ANY.contains(&property) || loom_emits(model).is_some_and(|p| p.contains(&property))
+}
+
+/// The coverage test of the negative controls: every `Mutant` variant
+/// declared in `strategies/src/mutants.rs` is in `Mutant::ALL` and in a
+/// loom suite's list, no list names a mutant twice, and every catcher
+/// [`loom_catch`] names is a loom model that can fail the property it is
+/// listed for. Panics with every problem found.
+pub fn check_catalogue() {
+    let mut problems = Vec::new();
+    let declared = declared_mutants();
+    let all: Vec<String> = Mutant::ALL.iter().map(|m| format!("{m:?}")).collect();
+    for name in declared.iter().filter(|n| *n != "None") {
+        if !all.contains(name) {
+            problems.push(format!("{name} is declared but not in Mutant::ALL"));
+        }
+    }
+    for mutant in Mutant::ALL {
+        let suites: Vec<&str> = LOOM_SUITES
+            .iter()
+            .filter(|s| s.lists.iter().any(|l| l.contains(&mutant)))
+            .map(|s| s.suite)
+            .collect();
+        if suites.is_empty() {
+            problems.push(format!("{mutant:?} is in no loom suite's list"));
+        }
+        let catch = loom_catch(mutant);
+        for model in &catch.models {
+            if !loom_can_emit(model, catch.property) {
+                problems.push(format!(
+                    "{mutant:?}: catcher {model} cannot fail {}",
+                    catch.property.id()
+                ));
+            }
+        }
+    }
+    for suite in LOOM_SUITES {
+        let mutants = loom_mutants(suite.suite);
+        for (i, m) in mutants.iter().enumerate() {
+            if mutants[..i].contains(m) {
+                problems.push(format!("{m:?} is listed twice in {}", suite.suite));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "mutant catalogue: {problems:#?}");
+    println!(
+        "mutant catalogue: {} declared mutants, each in a loom suite's list, every catcher able to fail its property",
+        declared.len() - 1
+    );
+}
+
+/// The variant names of `enum Mutant` as declared in its source (`Name =
+/// <id>,` lines), so a variant left out of `Mutant::ALL` is found too.
+fn declared_mutants() -> Vec<String> {
+    const SOURCE: &str = include_str!("../../../strategies/src/mutants.rs");
+    let body = SOURCE
+        .split_once("pub enum Mutant {")
+        .and_then(|(_, rest)| rest.split_once("\n}"))
+        .map(|(body, _)| body)
+        .expect("strategies/src/mutants.rs declares `pub enum Mutant { .. }`");
+    body.lines()
+        .filter_map(|line| {
+            let (name, id) = line.trim().strip_suffix(',')?.split_once(" = ")?;
+            id.parse::<u8>().ok().map(|_| name.to_string())
+        })
+        .collect()
 }

@@ -16,14 +16,14 @@
 //! - at least one sweep ran (a due sweep is never lost: a scheduler whose
 //!   claim fails lost it to a sweep that runs).
 //!
-//! Negative controls, each of which the same model must fail on:
+//! Negative controls (code mutants in `crtc::tree::sweep`, checker builds
+//! only), each of which the model must fail on:
 //!
-//! - **racy claim**: the mutant `RacySweepClaim` turns the trigger's own
-//!   compare-and-swap into a load and a later store (checker builds only,
-//!   in `SweepTrigger::claim`); two sweeps run at once;
-//! - **leaky claim** ([`Claim::Leaky`]): a caller that wins the claim and
-//!   gives it up (the sweep task could not be sent) without `cancel()`: the
-//!   flag stays set while a sweep is due.
+//! - `RacySweepClaim` turns the trigger's own compare-and-swap into a load
+//!   and a later store: two sweeps run at once (`one-sweep`);
+//! - `SweepFinishKeepsFlag`: `SweepTrigger::finish` records the recount but
+//!   never frees the flag: it is left set after every scheduler returned
+//!   (`sweep-not-lost`).
 
 use super::{summarize, Explorer, NamedModel};
 use crate::check;
@@ -39,44 +39,20 @@ const NOW: u64 = 1_000;
 const LINKED: i64 = 4;
 const DEAD: i64 = 2;
 
-/// How a scheduler claims the sweep.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Claim {
-    /// `SweepTrigger::try_claim`, run and finished.
-    Correct,
-    /// Negative control: a winner that drops its claim without cancelling.
-    Leaky,
+/// The model's name.
+pub const NAME: &str = "sweep_claim";
+
+/// Explores the model; panics when a check fails. Returns a summary.
+pub fn check(explorer: &dyn Explorer) -> String {
+    summarize(explorer, || explorer.explore(Box::new(run)))
 }
 
-impl Claim {
-    /// Short name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Claim::Correct => "sweep_claim",
-            Claim::Leaky => "leaky_claim",
-        }
-    }
-
-    /// What the model checks.
-    pub fn what(self) -> &'static str {
-        match self {
-            Claim::Correct => "one sweep in flight, flag never stuck, 2 schedulers",
-            Claim::Leaky => "negative control: claim dropped without cancel",
-        }
-    }
-
-    /// Explores the model; panics when a check fails. Returns a summary.
-    pub fn check(self, explorer: &dyn Explorer) -> String {
-        summarize(explorer, || explorer.explore(Box::new(move || run(self))))
-    }
-
-    /// The model as a [`NamedModel`].
-    pub fn named(self, explorer: impl Explorer + 'static) -> NamedModel {
-        NamedModel {
-            name: self.name(),
-            what: self.what(),
-            run: Box::new(move || self.check(&explorer)),
-        }
+/// The model as a [`NamedModel`].
+pub fn named(explorer: impl Explorer + 'static) -> NamedModel {
+    NamedModel {
+        name: NAME,
+        what: "one sweep in flight, flag never stuck, 2 schedulers",
+        run: Box::new(move || check(&explorer)),
     }
 }
 
@@ -85,8 +61,6 @@ impl Claim {
 enum Attempt {
     /// Claimed and swept.
     Swept,
-    /// Claimed and gave the claim up.
-    GaveUp,
     /// Found the flag held by a sweep that was still running.
     Waited,
     /// Found no sweep due.
@@ -116,15 +90,11 @@ fn sweep(shared: &Shared) {
     shared.trigger.finish(NOW, 0, linked, 0);
 }
 
-/// One scheduler: fold a tally, then try to claim the sweep; a leaky
-/// scheduler (`claim` is [`Claim::Leaky`] and `leaks`) gives a won claim up.
-fn schedule(shared: &Shared, claim: Claim, leaks: bool) -> Attempt {
+/// One scheduler: fold a tally, then try to claim the sweep.
+fn schedule(shared: &Shared) -> Attempt {
     shared.trigger.add(LINKED, DEAD);
     let won = shared.trigger.try_claim(|| NOW).is_some();
     if won {
-        if claim == Claim::Leaky && leaks {
-            return Attempt::GaveUp;
-        }
         sweep(shared);
         return Attempt::Swept;
     }
@@ -135,25 +105,18 @@ fn schedule(shared: &Shared, claim: Claim, leaks: bool) -> Attempt {
     }
 }
 
-fn run(claim: Claim) {
+fn run() {
     let shared = Arc::new(Shared {
         trigger: SweepTrigger::new(SweepPolicy::eager()),
         running: AtomicUsize::new(0),
         swept: AtomicUsize::new(0),
     });
-    let others: Vec<_> = (0..1)
-        .map(|i| {
-            let shared = Arc::clone(&shared);
-            // The leaky control's spawned scheduler gives its claim up.
-            thread::spawn(move || schedule(&shared, claim, i == 0))
-        })
-        .collect();
-    let mine = schedule(&shared, claim, false);
-    let mut attempts: Vec<Attempt> = others
-        .into_iter()
-        .map(|h| h.join().expect("a scheduler panicked"))
-        .collect();
-    attempts.push(mine);
+    let other = {
+        let shared = Arc::clone(&shared);
+        thread::spawn(move || schedule(&shared))
+    };
+    let mine = schedule(&shared);
+    let attempts = [other.join().expect("a scheduler panicked"), mine];
     let trigger = &shared.trigger;
     check!(
         Property::SweepNotLost,

@@ -58,6 +58,7 @@ use crate::{check, violated};
 use crtc::types::{OverlapScores, RouterEvent, WorkerWithDpRank};
 use crtc_strategies::sync::{thread, Arc};
 use crtc_strategies::ShapeGate;
+use std::cell::Cell;
 use std::ops::RangeInclusive;
 
 const A: u64 = 1;
@@ -273,7 +274,10 @@ impl Model {
         }
     }
 
-    /// How many of the threads' stores the fast path may apply.
+    /// How many of the threads' stores the fast path may apply in one
+    /// execution. A model whose range reaches above 0 claims fast-path
+    /// coverage, and [`Model::check`] also requires a hit in at least one
+    /// execution of its exploration (`fast-hits`).
     pub fn fast_hits(self) -> RangeInclusive<usize> {
         match self {
             // A's append always finds A full on the tail.
@@ -348,6 +352,7 @@ impl Model {
         let scenario = self.scenario();
         let reads = budget.reads;
         grace::take_freed();
+        FAST_EXECUTIONS.with(|n| n.set(0));
         let bound = self.preemption_bound();
         let summary = summarize_capped(explorer, budget.cap, || {
             explorer.explore_bounded(
@@ -356,9 +361,17 @@ impl Model {
                 bound,
             )
         });
+        let fast = FAST_EXECUTIONS.with(Cell::get);
+        check!(
+            Property::FastHits,
+            fast > 0 || *self.fast_hits().end() == 0,
+            "{}: no execution of the exploration took the fast path (expected {:?} hits)",
+            self.name(),
+            self.fast_hits()
+        );
         let raised = bound.map_or(String::new(), |b| format!("; this model at bound {b}"));
         format!(
-            "{summary}{raised}; {} blocks freed by the reclaimer",
+            "{summary}{raised}; {fast} executions with a fast-path hit; {} blocks freed by the reclaimer",
             grace::take_freed()
         )
     }
@@ -391,9 +404,18 @@ struct Execution {
     observed: Observation,
 }
 
+thread_local! {
+    /// Executions of the model being explored in which a store took the
+    /// fast path (loom runs every modelled thread on the test's OS thread).
+    static FAST_EXECUTIONS: Cell<u64> = const { Cell::new(0) };
+}
+
 /// One explored execution of `model`.
 fn run<G: ShapeGate>(model: Model, scenario: &Scenario, preliminary: &Preliminary, reads: Reads) {
     let execution = execute::<G>(model, scenario, reads);
+    if execution.hits > 0 {
+        FAST_EXECUTIONS.with(|n| n.set(n.get() + 1));
+    }
     check_execution(model, scenario, preliminary, &execution);
 }
 
