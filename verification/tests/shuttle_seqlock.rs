@@ -59,8 +59,10 @@ type G = SeqlockGate<GraceReclaim>;
 /// reader that meets a structural write in progress spends its
 /// `MAX_OPTIMISTIC` attempts within a few of the writer's steps, so some
 /// reads fall back; the bound catches a regression, the printed
-/// distribution gives the rate.
-const MAX_FALLBACK_PERCENT: u64 = 25;
+/// distribution gives the rate. The deep run of `papers/results/
+/// verification.md` at c56b97e measured 17.1% (104,859 fallbacks of
+/// 612,000 reads); the bound leaves that a small margin.
+const MAX_FALLBACK_PERCENT: u64 = 20;
 
 /// A pure storm never makes a reader retry; in the lock-step storm the
 /// pessimistic fallbacks stay under [`MAX_FALLBACK_PERCENT`] of the reads.
