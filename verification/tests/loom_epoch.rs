@@ -22,10 +22,8 @@
 
 use crtc_strategies::epoch::READ_FALLBACKS;
 use crtc_strategies::EpochGate;
-use crtc_verification::models::gate::{self, GateModel};
-use crtc_verification::models::grace::{self, GraceReclaim, QuarantineAlloc};
-use crtc_verification::models::tree::{Budget, Model, Reads};
-use crtc_verification::models::unlink::UnlinkModel;
+use crtc_verification::models::grace::{GraceReclaim, QuarantineAlloc};
+use crtc_verification::models::tree::{self, Budget, Reads};
 use crtc_verification::models::Suite;
 
 #[global_allocator]
@@ -37,22 +35,7 @@ crtc_verification::loom_explorer!(Loom);
 type G = EpochGate<GraceReclaim>;
 
 fn suite() -> Suite {
-    assert!(
-        grace::quarantine_installed(),
-        "the quarantining allocator is not installed"
-    );
-    let budget = Budget::full(Reads::First).from_env();
-    let mut models: Vec<_> = Model::ALL
-        .iter()
-        .map(|m| m.named::<G>(Loom, budget))
-        .collect();
-    models.extend(gate::named::<G, _>(&Loom, &GateModel::ALL));
-    models.extend(UnlinkModel::ALL.iter().map(|m| m.named::<G>(Loom)));
-    Suite {
-        checker: "loom",
-        gate: "epoch",
-        models,
-    }
+    tree::gate_suite::<G, _>("epoch", &Loom, |_| Budget::full(Reads::First))
 }
 
 crtc_verification::loom_gate_tests! {

@@ -31,10 +31,8 @@
 
 use crtc_strategies::seqlock::{OPTIMISTIC_RESTARTS, PESSIMISTIC_FALLBACKS};
 use crtc_strategies::SeqlockGate;
-use crtc_verification::models::gate::{self, GateModel};
-use crtc_verification::models::grace::{self, GraceReclaim, QuarantineAlloc};
-use crtc_verification::models::tree::{Budget, Model, Reads};
-use crtc_verification::models::unlink::UnlinkModel;
+use crtc_verification::models::grace::{GraceReclaim, QuarantineAlloc};
+use crtc_verification::models::tree::{self, Budget, Model, Reads};
 use crtc_verification::models::Suite;
 
 #[global_allocator]
@@ -79,21 +77,7 @@ fn budget(model: Model) -> Budget {
 const READER_CAP: u64 = 60_000;
 
 fn suite() -> Suite {
-    assert!(
-        grace::quarantine_installed(),
-        "the quarantining allocator is not installed"
-    );
-    let mut models: Vec<_> = Model::ALL
-        .iter()
-        .map(|&m| m.named::<G>(Loom, budget(m).from_env()))
-        .collect();
-    models.extend(gate::named::<G, _>(&Loom, &GateModel::ALL));
-    models.extend(UnlinkModel::ALL.iter().map(|m| m.named::<G>(Loom)));
-    Suite {
-        checker: "loom",
-        gate: "seqlock",
-        models,
-    }
+    tree::gate_suite::<G, _>("seqlock", &Loom, budget)
 }
 
 crtc_verification::loom_gate_tests! {

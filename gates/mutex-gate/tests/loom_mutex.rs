@@ -18,10 +18,8 @@
 
 use crtc_mutex_gate::MutexGate;
 use crtc_strategies::mutants::Mutant;
-use crtc_verification::models::gate::{self, GateModel};
-use crtc_verification::models::grace::{self, GraceReclaim, QuarantineAlloc};
-use crtc_verification::models::tree::{Budget, Model, Reads};
-use crtc_verification::models::unlink::UnlinkModel;
+use crtc_verification::models::grace::{GraceReclaim, QuarantineAlloc};
+use crtc_verification::models::tree::{self, Budget, Reads};
 use crtc_verification::models::Suite;
 
 #[global_allocator]
@@ -33,22 +31,7 @@ crtc_verification::loom_explorer!(Loom);
 type G = MutexGate<GraceReclaim>;
 
 fn suite() -> Suite {
-    assert!(
-        grace::quarantine_installed(),
-        "the quarantining allocator is not installed"
-    );
-    let budget = Budget::full(Reads::All).from_env();
-    let mut models: Vec<_> = Model::ALL
-        .iter()
-        .map(|m| m.named::<G>(Loom, budget))
-        .collect();
-    models.extend(gate::named::<G, _>(&Loom, &GateModel::ALL));
-    models.extend(UnlinkModel::ALL.iter().map(|m| m.named::<G>(Loom)));
-    Suite {
-        checker: "loom",
-        gate: "mutex",
-        models,
-    }
+    tree::gate_suite::<G, _>("mutex", &Loom, |_| Budget::full(Reads::All))
 }
 
 crtc_verification::loom_gate_tests! {

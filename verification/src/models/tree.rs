@@ -562,3 +562,36 @@ pub fn check_serial_outcomes<G: ShapeGate>(explorer: &dyn Explorer) {
         );
     }
 }
+
+/// One gate's loom suite, the same for every gate: the tree models under
+/// `budget` (each read from the environment's overrides), the gate-level
+/// models and the sweep models, over the grace-period reclaimer, whose
+/// quarantining allocator the test binary must install.
+pub fn gate_suite<G: ShapeGate, E: Explorer + Clone + 'static>(
+    gate: &'static str,
+    explorer: &E,
+    budget: impl Fn(Model) -> Budget,
+) -> super::Suite {
+    assert!(
+        super::grace::quarantine_installed(),
+        "the quarantining allocator is not installed"
+    );
+    let mut models: Vec<_> = Model::ALL
+        .iter()
+        .map(|&m| m.named::<G>(explorer.clone(), budget(m).from_env()))
+        .collect();
+    models.extend(super::gate::named::<G, _>(
+        explorer,
+        &super::gate::GateModel::ALL,
+    ));
+    models.extend(
+        super::unlink::UnlinkModel::ALL
+            .iter()
+            .map(|m| m.named::<G>(explorer.clone())),
+    );
+    super::Suite {
+        checker: "loom",
+        gate,
+        models,
+    }
+}
