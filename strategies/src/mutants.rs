@@ -114,6 +114,29 @@ pub enum Mutant {
     /// the mapping lookup instead of before, so an unmap the lookup missed
     /// can pass as seen. Must fail `slot-owned`.
     SlotStampAfterLookup = 22,
+    /// Epoch: a snapshot that changes only coverage (a removal's cutoff, a
+    /// raise; the edge buffer shared, no pair appended) is published with a
+    /// Relaxed store, so a reader may load it before its plain coverage is
+    /// visible. No atomic is created with it, so only the coverage's tracked
+    /// cell shows it. Property: `race-free` (loom's causality check on the
+    /// snapshot's `PlainCell`).
+    EpochRelaxedCoverPublish = 40,
+    /// Epoch: the snapshot a demoting append publishes over the shared
+    /// buffer (pairs written in place) is stored Relaxed, so a reader may
+    /// load it before its coverage and the new pairs are visible. Property:
+    /// `race-free` (the snapshot's and the pairs' tracked cells).
+    EpochRelaxedDemotePublish = 41,
+    /// Epoch: a pure append publishes the buffer's length with a Relaxed
+    /// store, so a reader that loads the new length reads pairs whose writes
+    /// are not ordered before it. Property: `race-free` (the pairs' tracked
+    /// cells).
+    EpochRelaxedLengthPublish = 42,
+    /// Seqlock: an append publishes `len` with a Relaxed store, so an
+    /// optimistic reader that loads the new length reads pairs whose writes
+    /// are not ordered before it (a pure append bumps no version, so the
+    /// reader's validation passes). Property: `race-free` (the pairs'
+    /// tracked cells).
+    SeqlockRelaxedLengthPublish = 43,
 }
 
 impl Mutant {
@@ -129,7 +152,7 @@ impl Mutant {
     pub const TREE: [Mutant; 1] = [Mutant::SweepFreesBeforeGrace];
 
     /// The mutants of the seqlock gate.
-    pub const SEQLOCK: [Mutant; 7] = [
+    pub const SEQLOCK: [Mutant; 8] = [
         Mutant::NoReaderAcquireFence,
         Mutant::NoWriterReleaseFence,
         Mutant::LenBeforePairs,
@@ -137,10 +160,11 @@ impl Mutant {
         Mutant::SplitWithoutBump,
         Mutant::SeqlockAppendWithoutPlanBump,
         Mutant::SeqlockRetireBeforeUnpublish,
+        Mutant::SeqlockRelaxedLengthPublish,
     ];
 
     /// The mutants of the epoch gate.
-    pub const EPOCH: [Mutant; 7] = [
+    pub const EPOCH: [Mutant; 10] = [
         Mutant::EpochRelaxedPublish,
         Mutant::EpochRetireBeforeUnlink,
         Mutant::EpochLenBeforePairs,
@@ -148,10 +172,13 @@ impl Mutant {
         Mutant::EpochAppendWithoutPlanBump,
         Mutant::EpochUnvalidatedLiveLength,
         Mutant::EpochReadsReplacedSnapshotLength,
+        Mutant::EpochRelaxedCoverPublish,
+        Mutant::EpochRelaxedDemotePublish,
+        Mutant::EpochRelaxedLengthPublish,
     ];
 
     /// Every mutant, for lookups by name or id.
-    pub const ALL: [Mutant; 22] = [
+    pub const ALL: [Mutant; 26] = [
         Mutant::SkipInternalCheck,
         Mutant::ClearBitBeforeCutoff,
         Mutant::NoInvalidation,
@@ -174,6 +201,10 @@ impl Mutant {
         Mutant::EpochReadsReplacedSnapshotLength,
         Mutant::SlotCacheIgnoresUnmaps,
         Mutant::SlotStampAfterLookup,
+        Mutant::EpochRelaxedCoverPublish,
+        Mutant::EpochRelaxedDemotePublish,
+        Mutant::EpochRelaxedLengthPublish,
+        Mutant::SeqlockRelaxedLengthPublish,
     ];
 
     /// The mutant with numeric id `id` (`Mutant as u8`; 0 is [`Mutant::None`]).

@@ -81,6 +81,13 @@ crtc_verification::loom_gate_tests! {
             Catch::new(Property::ReadYourWrites, &["L5"])
         }
         Mutant::SweepFreesBeforeGrace => Catch::new(Property::NoFreeWhileHeld, &["U1"]),
+        Mutant::EpochRelaxedCoverPublish => Catch::new(Property::RaceFree, &["L3r", "L5"]),
+        Mutant::EpochRelaxedDemotePublish => {
+            Catch::new(Property::RaceFree, &["demote_in_place", "L1"])
+        }
+        Mutant::EpochRelaxedLengthPublish => {
+            Catch::new(Property::RaceFree, &["pure_append", "L1"])
+        }
         other => unreachable!("{other:?} is not a mutant of this gate"),
     },
 }

@@ -112,6 +112,9 @@ crtc_verification::loom_gate_tests! {
             Catch::new(Property::NoFreeWhileHeld, &["pure_grow"])
         }
         Mutant::SweepFreesBeforeGrace => Catch::new(Property::NoFreeWhileHeld, &["U1"]),
+        Mutant::SeqlockRelaxedLengthPublish => {
+            Catch::new(Property::RaceFree, &["pure_append", "L1"])
+        }
         other => unreachable!("{other:?} is not a mutant of this gate"),
     },
 }

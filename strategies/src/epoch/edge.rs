@@ -153,10 +153,16 @@ impl EdgeBuf {
         self.live.load(Ordering::Relaxed)
     }
 
-    /// Publishes the pairs below `len`.
+    /// Publishes the pairs below `len`. (Mutant `EpochRelaxedLengthPublish`:
+    /// with a Relaxed store.)
     pub(super) fn publish(&self, len: usize) {
         // Release: a reader that loads `len` sees the pairs written before.
-        self.live.store(len, Ordering::Release);
+        let order = if mutant!(EpochRelaxedLengthPublish) {
+            Ordering::Relaxed
+        } else {
+            Ordering::Release
+        };
+        self.live.store(len, order);
     }
 
     /// Probes the index for `hash` as seen by a view of the first `len`

@@ -358,8 +358,14 @@ impl<R: Reclaim> EpochGate<R> {
             unsafe { Self::retire(old.take()) };
         }
         // Release: a reader that loads the new snapshot sees its coverage
-        // and every pair below its length. (Mutant: Relaxed.)
-        let order = if mutant!(EpochRelaxedPublish) {
+        // and every pair below its length. (Mutants: Relaxed, for every
+        // snapshot, for a coverage-only change, or for a demoting append
+        // into the shared buffer.)
+        let shared_buffer = !replaced_buffer;
+        let relaxed = mutant!(EpochRelaxedPublish)
+            || (shared_buffer && length.is_none() && mutant!(EpochRelaxedCoverPublish))
+            || (shared_buffer && length.is_some() && mutant!(EpochRelaxedDemotePublish));
+        let order = if relaxed {
             Ordering::Relaxed
         } else {
             Ordering::Release

@@ -532,10 +532,16 @@ impl<R: Reclaim> ShapeWrite for Writer<'_, R> {
             }
         }
         // Release: a reader that loads the new length sees the pairs below it.
+        // (Mutant `SeqlockRelaxedLengthPublish`: Relaxed.)
+        let order = if mutant!(SeqlockRelaxedLengthPublish) {
+            Ordering::Relaxed
+        } else {
+            Ordering::Release
+        };
         self.view
             .payload
             .len
-            .store((old_len + blocks.len()) as u32, Ordering::Release);
+            .store((old_len + blocks.len()) as u32, order);
         self.refresh();
         self.index_appended(old_len);
     }
