@@ -2,7 +2,8 @@
 //! append, the seqlock gate's fences, version bumps and retirement, the
 //! epoch gate's publication, retirement, writer exclusion and reader
 //! length rule) and of the tree's sweep (its claim, checked in
-//! `crtc::tree::sweep`, and its frees, checked in `crtc::tree::children`)
+//! `crtc::tree::sweep`, and its frees, checked in `crtc::tree::children`),
+//! of the tree's child sets (their publication, in `crtc::tree::children`)
 //! and of the lanes' cached rank slots (checked in `crtc::tree::slots`),
 //! compiled only into model-checker builds and selected at run time, so one
 //! checker build runs every negative control. The seqlock and epoch hooks
@@ -41,6 +42,7 @@ pub enum Mutant {
     /// Seqlock: a structural writer skips the Release fence after locking.
     NoWriterReleaseFence = 6,
     /// Seqlock: an append publishes `len` before writing the pairs.
+    /// Property: `race-free` (the pairs' tracked cells).
     LenBeforePairs = 7,
     /// Seqlock: an append that demotes another rank does not bump the version.
     DemotingAppendWithoutBump = 8,
@@ -54,7 +56,7 @@ pub enum Mutant {
     /// grace period began.
     EpochRetireBeforeUnlink = 11,
     /// Epoch: an in-place append publishes the buffer's length before it
-    /// writes the pairs.
+    /// writes the pairs. Property: `race-free` (the pairs' tracked cells).
     EpochLenBeforePairs = 12,
     /// Epoch: writers lock a private mutex instead of the node's, so two
     /// writers on one node run at once.
@@ -137,6 +139,11 @@ pub enum Mutant {
     /// reader's validation passes). Property: `race-free` (the pairs'
     /// tracked cells).
     SeqlockRelaxedLengthPublish = 43,
+    /// Tree: a compact child set is sorted again in place after it was
+    /// published (a plain write after the publication), so a reader that
+    /// loaded the set reads entries a writer is writing. Property:
+    /// `race-free` (the compact set's tracked cell).
+    ChildrenSortedAfterPublish = 44,
 }
 
 impl Mutant {
@@ -149,7 +156,10 @@ impl Mutant {
     ];
 
     /// The mutants of the tree around the gates (run under every gate).
-    pub const TREE: [Mutant; 1] = [Mutant::SweepFreesBeforeGrace];
+    pub const TREE: [Mutant; 2] = [
+        Mutant::SweepFreesBeforeGrace,
+        Mutant::ChildrenSortedAfterPublish,
+    ];
 
     /// The mutants of the seqlock gate.
     pub const SEQLOCK: [Mutant; 8] = [
@@ -178,7 +188,7 @@ impl Mutant {
     ];
 
     /// Every mutant, for lookups by name or id.
-    pub const ALL: [Mutant; 26] = [
+    pub const ALL: [Mutant; 27] = [
         Mutant::SkipInternalCheck,
         Mutant::ClearBitBeforeCutoff,
         Mutant::NoInvalidation,
@@ -205,6 +215,7 @@ impl Mutant {
         Mutant::EpochRelaxedDemotePublish,
         Mutant::EpochRelaxedLengthPublish,
         Mutant::SeqlockRelaxedLengthPublish,
+        Mutant::ChildrenSortedAfterPublish,
     ];
 
     /// The mutant with numeric id `id` (`Mutant as u8`; 0 is [`Mutant::None`]).

@@ -10,12 +10,14 @@
 //!   freed (`models::grace`);
 //! - the sweep models U1 and U2 (`models::unlink`), over the same gate.
 //!
-//! Negative controls: the six epoch mutants (a Relaxed snapshot
-//! publication, a retire before the unlink, `len` before the pairs, writers
-//! without the per-node exclusion, a fast append without a plan bump, a
-//! live length followed without re-validation) and the tree's sweep that
-//! frees before the grace period, each in a child process, each caught by
-//! the property its catcher names.
+//! Negative controls: the epoch mutants (a Relaxed snapshot
+//! publication, for every snapshot, a coverage-only one or a demoting
+//! append's; a retire before the unlink; `len` before the pairs, or
+//! published Relaxed; writers without the per-node exclusion; a fast append
+//! without a plan bump; a live length followed without re-validation; a
+//! replaced snapshot's length used) and the tree's (a sweep that frees
+//! before the grace period, a child set written after its publication),
+//! each in a child process, each caught by the property its catcher names.
 
 #![cfg(all(crtc_loom, feature = "epoch"))]
 
@@ -66,7 +68,9 @@ crtc_verification::loom_gate_tests! {
         Mutant::EpochRetireBeforeUnlink => {
             Catch::new(Property::NoFreeWhileHeld, &["demote", "demote_in_place"])
         }
-        Mutant::EpochLenBeforePairs => Catch::new(Property::AtomicRead, &["pure_append", "demote_in_place"]),
+        // The pairs' tracked cells see the write after the length's publication
+        // before the reader's value check sees a default pair.
+        Mutant::EpochLenBeforePairs => Catch::new(Property::RaceFree, &["pure_append", "demote_in_place"]),
         // The stale plan extends B over A's block: the concurrent reader
         // credits B with a block it never stored (C1) before the final
         // state is checked.
@@ -88,6 +92,7 @@ crtc_verification::loom_gate_tests! {
         Mutant::EpochRelaxedLengthPublish => {
             Catch::new(Property::RaceFree, &["pure_append", "L1"])
         }
+        Mutant::ChildrenSortedAfterPublish => Catch::new(Property::RaceFree, &["L2r", "L2"]),
         other => unreachable!("{other:?} is not a mutant of this gate"),
     },
 }

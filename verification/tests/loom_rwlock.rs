@@ -27,7 +27,8 @@
 //! runs alone in a child process (`models::alone`).
 //!
 //! Negative controls (`loom_mutants_are_caught`): every RwLock mutant, and
-//! the tree's `SweepFreesBeforeGrace` (caught by U1), runs
+//! the tree's `SweepFreesBeforeGrace` (caught by U1) and
+//! `ChildrenSortedAfterPublish` (caught by L2r on `race-free`), runs
 //! against the models that must catch it, each in a child process of this
 //! test binary, and must make one fail. `CRTC_MUTANT_MATRIX=1` runs every
 //! mutant against every model instead (slow: a surviving pair explores its
@@ -85,6 +86,7 @@ crtc_verification::loom_gate_tests! {
         Mutant::NoInvalidation => Catch::new(Property::ReadBounds, &["L4b"]),
         Mutant::TailCheckOutsideSection => Catch::new(Property::ReadBounds, &["L4a", "L4b"]),
         Mutant::SweepFreesBeforeGrace => Catch::new(Property::NoFreeWhileHeld, &["U1"]),
+        Mutant::ChildrenSortedAfterPublish => Catch::new(Property::RaceFree, &["L2r", "L2"]),
         other => unreachable!("{other:?} is not a mutant of this gate"),
     },
 }

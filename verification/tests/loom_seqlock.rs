@@ -17,11 +17,12 @@
 //! pinned reader holds it fails the model; the sweep models U1 and U2 run
 //! the stale-leaf sweep against a reader and a store (`models::unlink`).
 //!
-//! Negative controls: the seven seqlock mutants (no Acquire fence in the
-//! reader, no Release fence after the writer locks, `len` before the pairs,
-//! a demoting append or a split without a version bump, a fast append
-//! without a plan bump, an array retired before it is unpublished) and the
-//! tree's sweep that frees before the grace period, each in a child
+//! Negative controls: the eight seqlock mutants (no Acquire fence in the
+//! reader, no Release fence after the writer locks, `len` before the pairs
+//! or published Relaxed, a demoting append or a split without a version
+//! bump, a fast append without a plan bump, an array retired before it is
+//! unpublished) and the tree's (a sweep that frees before the grace period,
+//! a child set written after its publication), each in a child
 //! process, each caught by the property its catcher names. The pure-append
 //! model also checks that a pure append never makes a reader restart.
 
@@ -102,7 +103,8 @@ crtc_verification::loom_gate_tests! {
     catchers: |mutant| match mutant {
         Mutant::NoReaderAcquireFence => Catch::new(Property::AtomicRead, &["split", "demote"]),
         Mutant::NoWriterReleaseFence => Catch::new(Property::AtomicRead, &["split", "demote"]),
-        Mutant::LenBeforePairs => Catch::new(Property::AtomicRead, &["pure_append", "demote_in_place"]),
+        // As `EpochLenBeforePairs`: the pairs' tracked cells see it first.
+        Mutant::LenBeforePairs => Catch::new(Property::RaceFree, &["pure_append", "demote_in_place"]),
         Mutant::DemotingAppendWithoutBump => {
             Catch::new(Property::AtomicRead, &["demote", "demote_in_place", "L1"])
         }
@@ -115,6 +117,7 @@ crtc_verification::loom_gate_tests! {
         Mutant::SeqlockRelaxedLengthPublish => {
             Catch::new(Property::RaceFree, &["pure_append", "L1"])
         }
+        Mutant::ChildrenSortedAfterPublish => Catch::new(Property::RaceFree, &["L2r", "L2"]),
         other => unreachable!("{other:?} is not a mutant of this gate"),
     },
 }
