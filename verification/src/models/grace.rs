@@ -572,19 +572,26 @@ mod quarantine {
         INSTALLED.with(Cell::get)
     }
 
+    /// Appends `address` after the first `*len` of `blocks`; fails the
+    /// model when the list (`what`) is full.
+    fn push_address(blocks: &mut [usize], len: &mut usize, address: usize, what: &str) {
+        assert!(
+            *len < blocks.len(),
+            "grace reclaimer: more than {} {what}",
+            blocks.len()
+        );
+        blocks[*len] = address;
+        *len += 1;
+    }
+
     /// Sets the blocks pinned threads hold.
     pub(super) fn watch(addresses: impl Iterator<Item = usize>) {
         WATCHED.with(|w| {
             let mut watched = w.borrow_mut();
-            watched.len = 0;
+            let Watched { blocks, len, .. } = &mut *watched;
+            *len = 0;
             for address in addresses {
-                assert!(
-                    watched.len < WATCH_CAPACITY,
-                    "grace reclaimer: more than {WATCH_CAPACITY} blocks held by pinned threads"
-                );
-                let len = watched.len;
-                watched.blocks[len] = address;
-                watched.len += 1;
+                push_address(blocks, len, address, "blocks held by pinned threads");
             }
         });
     }
@@ -677,14 +684,9 @@ mod quarantine {
         });
         REUSED.with(|r| {
             let mut reused = r.borrow_mut();
+            let Reused { blocks, len } = &mut *reused;
             for &(address, _, _) in &records {
-                assert!(
-                    reused.len < CAPACITY,
-                    "grace reclaimer: reuse list overflow"
-                );
-                let len = reused.len;
-                reused.blocks[len] = address;
-                reused.len += 1;
+                push_address(blocks, len, address, "blocks handed back for reuse");
             }
         });
         for (address, size, align) in records {
