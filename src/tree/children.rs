@@ -9,14 +9,17 @@
 //! so compact inserts are a compare-exchange loop; inserting a fifth key
 //! publishes a sharded map, which ordinary mutations never demote (the
 //! stale-leaf sweep does, under the node's exclusive section, once at most
-//! four children are left: see [`Children::compact`]). Sharded inserts take the
+//! four children are left: see [`Children::compact`]). A compact slice is
+//! plain data in a [`PlainCell`]: written before its set is published (the
+//! `AtomicBox`'s Release), read after the readers' Acquire load, so under
+//! loom a write that is not ordered before a read fails the model. Sharded inserts take the
 //! shard's lock; removals from a sharded map defer dropping the removed `Arc`
 //! through the reclaimer. Removal, clearing and the split hand-off happen only
 //! under the node's exclusive section. Readers borrow children (`&Node`)
 //! without touching reference counts.
 
 use crate::tree::node::Node;
-use crtc_strategies::sync::{spin_loop, Arc, RwLock};
+use crtc_strategies::sync::{spin_loop, Arc, PlainCell, RwLock};
 use crtc_strategies::{mutant, AtomicBox, Guard, LocalBlockHash, Reclaim, ShapeGate};
 use rustc_hash::FxHashMap;
 
@@ -30,8 +33,8 @@ type Shard<G> = RwLock<FxHashMap<LocalBlockHash, Arc<Node<G>>>>;
 pub enum ChildSet<G: ShapeGate> {
     /// No children.
     Empty,
-    /// One to four children sorted by key.
-    Compact(Box<[Entry<G>]>),
+    /// One to four children sorted by key; read through [`entries`].
+    Compact(PlainCell<Box<[Entry<G>]>>),
     /// A map sharded by key, mutated in place under its shard locks.
     Sharded(Box<[Shard<G>]>),
 }
@@ -68,9 +71,21 @@ fn set_from<G: ShapeGate>(mut entries: Vec<Entry<G>>) -> ChildSet<G> {
     entries.sort_unstable_by_key(|(k, _)| *k);
     match entries.len() {
         0 => ChildSet::Empty,
-        n if n <= COMPACT_MAX => ChildSet::Compact(entries.into_boxed_slice()),
+        n if n <= COMPACT_MAX => compact(entries.into_boxed_slice()),
         _ => sharded_from(entries),
     }
+}
+
+fn compact<G: ShapeGate>(entries: Box<[Entry<G>]>) -> ChildSet<G> {
+    ChildSet::Compact(PlainCell::new(entries))
+}
+
+/// A compact set's children. The set was loaded from the `AtomicBox` under
+/// a guard (Acquire) or is owned.
+fn entries<G: ShapeGate>(cell: &PlainCell<Box<[Entry<G>]>>) -> &[Entry<G>] {
+    // SAFETY: a compact slice is written only before its set is published
+    // (and by the mutant `ChildrenSortedAfterPublish`, broken on purpose).
+    cell.with(|entries| unsafe { &**entries })
 }
 
 impl<G: ShapeGate> Default for Children<G> {
@@ -87,9 +102,10 @@ impl<G: ShapeGate> Children<G> {
     pub fn get<'g>(&'g self, key: LocalBlockHash, guard: &'g Guard<G>) -> Option<&'g Node<G>> {
         match self.set.load(guard) {
             ChildSet::Empty => None,
-            ChildSet::Compact(entries) => {
-                entries.iter().find(|(k, _)| *k == key).map(|(_, c)| &**c)
-            }
+            ChildSet::Compact(cell) => entries(cell)
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, c)| &**c),
             ChildSet::Sharded(shards) => {
                 let child = shards[shard_of(key)].read().get(&key).map(Arc::as_ptr);
                 // SAFETY: an `Arc` owned by a reachable sharded map is dropped
@@ -103,7 +119,7 @@ impl<G: ShapeGate> Children<G> {
     pub fn get_arc(&self, key: LocalBlockHash, guard: &Guard<G>) -> Option<Arc<Node<G>>> {
         match self.set.load(guard) {
             ChildSet::Empty => None,
-            ChildSet::Compact(entries) => entries
+            ChildSet::Compact(cell) => entries(cell)
                 .iter()
                 .find(|(k, _)| *k == key)
                 .map(|(_, c)| Arc::clone(c)),
@@ -115,7 +131,7 @@ impl<G: ShapeGate> Children<G> {
     pub fn snapshot(&self, guard: &Guard<G>) -> Vec<Entry<G>> {
         match self.set.load(guard) {
             ChildSet::Empty => Vec::new(),
-            ChildSet::Compact(entries) => entries.to_vec(),
+            ChildSet::Compact(cell) => entries(cell).to_vec(),
             ChildSet::Sharded(shards) => shards
                 .iter()
                 .flat_map(|shard| {
@@ -133,7 +149,7 @@ impl<G: ShapeGate> Children<G> {
     pub fn len(&self, guard: &Guard<G>) -> usize {
         match self.set.load(guard) {
             ChildSet::Empty => 0,
-            ChildSet::Compact(entries) => entries.len(),
+            ChildSet::Compact(cell) => entries(cell).len(),
             ChildSet::Sharded(shards) => shards.iter().map(|s| s.read().len()).sum(),
         }
     }
@@ -145,7 +161,7 @@ impl<G: ShapeGate> Children<G> {
         boxed
             + match self.set.load(guard) {
                 ChildSet::Empty => 0,
-                ChildSet::Compact(entries) => std::mem::size_of_val(&**entries),
+                ChildSet::Compact(cell) => std::mem::size_of_val(entries(cell)),
                 ChildSet::Sharded(shards) => shards
                     .iter()
                     .map(|shard| {
@@ -177,8 +193,9 @@ impl<G: ShapeGate> Children<G> {
                         }
                     };
                 }
-                ChildSet::Empty => ChildSet::Compact(Box::new([(key, Arc::clone(child))])),
-                ChildSet::Compact(entries) => {
+                ChildSet::Empty => compact(Box::new([(key, Arc::clone(child))])),
+                ChildSet::Compact(cell) => {
+                    let entries = entries(cell);
                     if let Some((_, existing)) = entries.iter().find(|(k, _)| *k == key) {
                         return Insert::Existing(Arc::clone(existing));
                     }
@@ -188,7 +205,10 @@ impl<G: ShapeGate> Children<G> {
                 }
             };
             match self.set.compare_exchange(current, Box::new(next), guard) {
-                Ok(()) => return Insert::Inserted,
+                Ok(()) => {
+                    self.after_publish(guard);
+                    return Insert::Inserted;
+                }
                 Err(_) => spin_loop(),
             }
         }
@@ -200,7 +220,8 @@ impl<G: ShapeGate> Children<G> {
     pub fn remove(&self, key: LocalBlockHash, expected: &Node<G>, guard: &Guard<G>) -> bool {
         match self.set.load(guard) {
             ChildSet::Empty => false,
-            ChildSet::Compact(entries) => {
+            ChildSet::Compact(cell) => {
+                let entries = entries(cell);
                 let Some(index) = entries
                     .iter()
                     .position(|(k, c)| *k == key && std::ptr::eq(&**c, expected))
@@ -286,13 +307,34 @@ impl<G: ShapeGate> Children<G> {
     /// Exclusive section only.
     pub fn publish(&self, entries: Vec<Entry<G>>, guard: &Guard<G>) {
         self.set.store(set_from(entries), guard);
+        self.after_publish(guard);
+    }
+
+    /// Mutant `ChildrenSortedAfterPublish`: sorts a just-published compact
+    /// set again, in place (broken on purpose: a plain write after the
+    /// publication, which readers may read concurrently). Nothing otherwise.
+    #[inline]
+    fn after_publish(&self, guard: &Guard<G>) {
+        if !mutant!(ChildrenSortedAfterPublish) {
+            return;
+        }
+        if let ChildSet::Compact(cell) = self.set.load(guard) {
+            // SAFETY: violated on purpose (a negative control for the
+            // checkers): the set is published, and readers may read it.
+            cell.with_mut(|entries| unsafe { (*entries).sort_unstable_by_key(|(k, _)| *k) });
+        }
     }
 
     /// Takes every child out, for an iterative drop (unique access).
     pub fn take_all(&mut self) -> Vec<Arc<Node<G>>> {
         match std::mem::replace(self.set.get_mut(), ChildSet::Empty) {
             ChildSet::Empty => Vec::new(),
-            ChildSet::Compact(entries) => entries.into_vec().into_iter().map(|(_, c)| c).collect(),
+            ChildSet::Compact(cell) => cell
+                .into_inner()
+                .into_vec()
+                .into_iter()
+                .map(|(_, c)| c)
+                .collect(),
             ChildSet::Sharded(shards) => shards
                 .into_vec()
                 .into_iter()

@@ -1,12 +1,13 @@
 //! Deliberately broken variants of each strategy (the RwLock gate's decode
 //! append, the seqlock gate's fences, version bumps and retirement, the
 //! epoch gate's publication, retirement, writer exclusion and reader
-//! length rule) and of the tree's sweep (its claim, in `crtc`'s
-//! `tree::scheduler`, and its frees, in `tree::children`) and of the lanes'
+//! length rule), of the tree's sweep (its claim, in `crtc`'s
+//! `tree::scheduler`, and its frees, in `tree::children`), of the tree's
+//! child sets (their publication, in `tree::children`) and of the lanes'
 //! cached rank slots and the slots' release (in `tree::slots`), compiled
 //! only into model-checker builds and selected at run time, so one checker
-//! build runs every negative control. Every mutation point, in the gates and
-//! in the tree, is a `mutant!(Name)` check.
+//! build runs every negative control. Every mutation point, in the gates
+//! and in the tree, is a `mutant!(Name)` check.
 //!
 //! Each variant's doc names the property whose check must fail on it. A
 //! model that does not fail on a mutant is too weak; the verification
@@ -45,6 +46,7 @@ pub enum Mutant {
     /// Seqlock: a structural writer skips the Release fence after locking.
     NoWriterReleaseFence = 6,
     /// Seqlock: an append publishes `len` before writing the pairs.
+    /// Property: `race-free` (the pairs' tracked cells).
     LenBeforePairs = 7,
     /// Seqlock: an append that demotes another rank does not bump the version.
     DemotingAppendWithoutBump = 8,
@@ -58,7 +60,7 @@ pub enum Mutant {
     /// grace period began.
     EpochRetireBeforeUnlink = 11,
     /// Epoch: an in-place append publishes the buffer's length before it
-    /// writes the pairs.
+    /// writes the pairs. Property: `race-free` (the pairs' tracked cells).
     EpochLenBeforePairs = 12,
     /// Epoch: writers lock a private mutex instead of the node's, so two
     /// writers on one node run at once.
@@ -142,6 +144,34 @@ pub enum Mutant {
     /// new rank that took the slot. Must fail `read-bounds` (the new rank
     /// credited with blocks it never stored) in `loom_ranks`.
     SlotRecycledBeforeGrace = 50,
+    /// Epoch: a snapshot that changes only coverage (a removal's cutoff, a
+    /// raise; the edge buffer shared, no pair appended) is published with a
+    /// Relaxed store, so a reader may load it before its plain coverage is
+    /// visible. No atomic is created with it, so only the coverage's tracked
+    /// cell shows it. Property: `race-free` (loom's causality check on the
+    /// snapshot's `PlainCell`).
+    EpochRelaxedCoverPublish = 40,
+    /// Epoch: the snapshot a demoting append publishes over the shared
+    /// buffer (pairs written in place) is stored Relaxed, so a reader may
+    /// load it before its coverage and the new pairs are visible. Property:
+    /// `race-free` (the snapshot's and the pairs' tracked cells).
+    EpochRelaxedDemotePublish = 41,
+    /// Epoch: a pure append publishes the buffer's length with a Relaxed
+    /// store, so a reader that loads the new length reads pairs whose writes
+    /// are not ordered before it. Property: `race-free` (the pairs' tracked
+    /// cells).
+    EpochRelaxedLengthPublish = 42,
+    /// Seqlock: an append publishes `len` with a Relaxed store, so an
+    /// optimistic reader that loads the new length reads pairs whose writes
+    /// are not ordered before it (a pure append bumps no version, so the
+    /// reader's validation passes). Property: `race-free` (the pairs'
+    /// tracked cells).
+    SeqlockRelaxedLengthPublish = 43,
+    /// Tree: a compact child set is sorted again in place after it was
+    /// published (a plain write after the publication), so a reader that
+    /// loaded the set reads entries a writer is writing. Property:
+    /// `race-free` (the compact set's tracked cell).
+    ChildrenSortedAfterPublish = 44,
 }
 
 impl Mutant {
@@ -166,10 +196,13 @@ impl Mutant {
     pub const SLOTS: [Mutant; 2] = [Mutant::SlotCacheIgnoresUnmaps, Mutant::SlotStampAfterLookup];
 
     /// The mutants of the tree around the gates (run under every gate).
-    pub const TREE: [Mutant; 1] = [Mutant::SweepFreesBeforeGrace];
+    pub const TREE: [Mutant; 2] = [
+        Mutant::SweepFreesBeforeGrace,
+        Mutant::ChildrenSortedAfterPublish,
+    ];
 
     /// The mutants of the seqlock gate.
-    pub const SEQLOCK: [Mutant; 7] = [
+    pub const SEQLOCK: [Mutant; 8] = [
         Mutant::NoReaderAcquireFence,
         Mutant::NoWriterReleaseFence,
         Mutant::LenBeforePairs,
@@ -177,10 +210,11 @@ impl Mutant {
         Mutant::SplitWithoutBump,
         Mutant::SeqlockAppendWithoutPlanBump,
         Mutant::SeqlockRetireBeforeUnpublish,
+        Mutant::SeqlockRelaxedLengthPublish,
     ];
 
     /// The mutants of the epoch gate.
-    pub const EPOCH: [Mutant; 7] = [
+    pub const EPOCH: [Mutant; 10] = [
         Mutant::EpochRelaxedPublish,
         Mutant::EpochRetireBeforeUnlink,
         Mutant::EpochLenBeforePairs,
@@ -188,13 +222,16 @@ impl Mutant {
         Mutant::EpochAppendWithoutPlanBump,
         Mutant::EpochUnvalidatedLiveLength,
         Mutant::EpochReadsReplacedSnapshotLength,
+        Mutant::EpochRelaxedCoverPublish,
+        Mutant::EpochRelaxedDemotePublish,
+        Mutant::EpochRelaxedLengthPublish,
     ];
 
     /// The mutants of rank removal on the real tree (`loom_ranks`).
     pub const RANKS: [Mutant; 1] = [Mutant::SlotRecycledBeforeGrace];
 
     /// Every mutant, for lookups by name or id.
-    pub const ALL: [Mutant; 26] = [
+    pub const ALL: [Mutant; 31] = [
         Mutant::SkipInternalCheck,
         Mutant::ClearBitBeforeCutoff,
         Mutant::NoInvalidation,
@@ -221,6 +258,11 @@ impl Mutant {
         Mutant::AppendTrustsLookup,
         Mutant::SweepFinishKeepsFlag,
         Mutant::SlotRecycledBeforeGrace,
+        Mutant::EpochRelaxedCoverPublish,
+        Mutant::EpochRelaxedDemotePublish,
+        Mutant::EpochRelaxedLengthPublish,
+        Mutant::SeqlockRelaxedLengthPublish,
+        Mutant::ChildrenSortedAfterPublish,
     ];
 
     /// The mutant with numeric id `id` (`Mutant as u8`; 0 is [`Mutant::None`]).

@@ -288,6 +288,87 @@ pub mod unmodelled {
     pub use std::sync::atomic::{AtomicI64, AtomicU8, AtomicUsize, Ordering};
 }
 
+/// A cell of plain (non-atomic) data shared between threads by a
+/// publication protocol: written only before it is published (or by the one
+/// writer that owns it, at positions no reader may read) and read only after
+/// an Acquire load that synchronizes with the publishing Release. Every user
+/// states that protocol at its `with`/`with_mut` calls.
+///
+/// In production and under shuttle (whose atomics are sequentially
+/// consistent) it is `core::cell::UnsafeCell`, zero-cost. Under loom it is
+/// loom's tracked cell: every access is checked against the happens-before
+/// order loom explores, so a read of plain data whose write is not ordered
+/// before it (a Relaxed publication, a write after the publication) fails
+/// the model with loom's "Causality violation" (the `race-free` property).
+/// Accesses are closures, as loom's are: a reference taken out of `with` is
+/// checked when it is taken, not at each later use.
+#[cfg(not(crtc_loom))]
+#[repr(transparent)]
+pub struct PlainCell<T>(core::cell::UnsafeCell<T>);
+
+/// See the production definition.
+#[cfg(crtc_loom)]
+pub struct PlainCell<T>(loom::cell::UnsafeCell<T>);
+
+// SAFETY: the cell owns its value; sending it sends the value.
+unsafe impl<T: Send> Send for PlainCell<T> {}
+// SAFETY: shared access goes through `with`/`with_mut`, whose callers uphold
+// the publication protocol above (no write concurrent with another access),
+// so sharing the cell shares the value as `&T` does (`T: Sync`) and moves it
+// between threads only as `T: Send` allows.
+unsafe impl<T: Send + Sync> Sync for PlainCell<T> {}
+
+impl<T> std::fmt::Debug for PlainCell<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The value is not read: a debug print is no point of the protocol.
+        f.write_str("PlainCell { .. }")
+    }
+}
+
+impl<T> PlainCell<T> {
+    /// A cell holding `value` (under loom, a write by the creating thread).
+    #[inline]
+    pub fn new(value: T) -> Self {
+        #[cfg(not(crtc_loom))]
+        return Self(core::cell::UnsafeCell::new(value));
+        #[cfg(crtc_loom)]
+        return Self(loom::cell::UnsafeCell::new(value));
+    }
+
+    /// Runs `f` on a pointer for reading (a tracked read under loom). The
+    /// caller guarantees no write runs concurrently.
+    #[inline]
+    pub fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+        #[cfg(not(crtc_loom))]
+        return f(self.0.get());
+        #[cfg(crtc_loom)]
+        return self.0.with(f);
+    }
+
+    /// Runs `f` on a pointer for writing (a tracked write under loom). The
+    /// caller guarantees no other access runs concurrently.
+    #[inline]
+    pub fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+        #[cfg(not(crtc_loom))]
+        return f(self.0.get());
+        #[cfg(crtc_loom)]
+        return self.0.with_mut(f);
+    }
+
+    /// The value, through a unique borrow (no other access can exist).
+    #[inline]
+    pub fn get_mut(&mut self) -> &mut T {
+        // SAFETY: `&mut self` proves no other access to the cell exists.
+        self.with_mut(|value| unsafe { &mut *value })
+    }
+
+    /// The value, out of the cell.
+    #[inline]
+    pub fn into_inner(self) -> T {
+        self.0.into_inner()
+    }
+}
+
 /// Backoff for a loop that waits on another thread (a lock word, a grace
 /// period, a released slot): a few rounds of CPU pauses that double each
 /// time, then a yield to the OS scheduler, so a waiter never burns its core

@@ -10,12 +10,14 @@
 //!   freed (`models::grace`);
 //! - the sweep models U1 and U2 (`models::unlink`), over the same gate.
 //!
-//! Negative controls: the seven epoch mutants (`Mutant::EPOCH`: a Relaxed
-//! snapshot publication, a retire before the unlink, `len` before the
-//! pairs, writers without the per-node exclusion, a fast append without a
-//! plan bump, a live length followed without re-validation, a replaced
-//! snapshot's length trusted) and the tree's sweep that frees before the
-//! grace period, each in a child process, each caught by the property
+//! Negative controls: the epoch mutants (a Relaxed snapshot
+//! publication, for every snapshot, a coverage-only one or a demoting
+//! append's; a retire before the unlink; `len` before the pairs, or
+//! published Relaxed; writers without the per-node exclusion; a fast append
+//! without a plan bump; a live length followed without re-validation; a
+//! replaced snapshot's length used) and the tree's (a sweep that frees
+//! before the grace period, a child set written after its publication),
+//! each in a child process, each caught by the property
 //! `models::suites::loom_catch` names.
 
 #![cfg(all(crtc_loom, feature = "epoch"))]

@@ -30,7 +30,8 @@
 //! (`Mutant::RWLOCK` and `Mutant::RWLOCK_LOOM`: a fast path that never hits,
 //! caught by `fast-hits`, and an append that trusts the caller's lookup,
 //! caught by `one-append-wins`), and the tree's `SweepFreesBeforeGrace`
-//! (caught by U1), each run against the models `models::suites::loom_catch`
+//! (caught by U1) and `ChildrenSortedAfterPublish` (caught by L2r on
+//! `race-free`), each run against the models `models::suites::loom_catch`
 //! names, each in a child process of this test binary, and each must make
 //! one fail its property. `CRTC_MUTANT_MATRIX=1` runs every
 //! mutant against every model instead (slow: a surviving pair explores its

@@ -19,12 +19,14 @@
 //! pinned reader holds it fails the model; the sweep models U1 and U2 run
 //! the stale-leaf sweep against a reader and a store (`models::unlink`).
 //!
-//! Negative controls: the seven seqlock mutants (no Acquire fence in the
-//! reader, no Release fence after the writer locks, `len` before the pairs,
-//! a demoting append or a split without a version bump, a fast append
-//! without a plan bump, an array retired before it is unpublished) and the
-//! tree's sweep that frees before the grace period, each in a child
-//! process, each caught by the property its catcher names. The pure-append
+//! Negative controls: the eight seqlock mutants (no Acquire fence in the
+//! reader, no Release fence after the writer locks, `len` before the pairs
+//! or published Relaxed, a demoting append or a split without a version
+//! bump, a fast append without a plan bump, an array retired before it is
+//! unpublished) and the tree's (a sweep that frees before the grace period,
+//! a child set written after its publication), each in a child
+//! process, each caught by the property
+//! `models::suites::loom_catch` names. The pure-append
 //! model also checks that a pure append never makes a reader restart.
 
 #![cfg(all(crtc_loom, feature = "seqlock"))]

@@ -45,5 +45,6 @@ crtc_verification::loom_gate_tests! {
         Mutant::NoInvalidation,
         Mutant::TailCheckOutsideSection,
         Mutant::SweepFreesBeforeGrace,
+        Mutant::ChildrenSortedAfterPublish,
     ],
 }

@@ -1,12 +1,14 @@
 //! The epoch gate's edge buffer: append-only atomic pairs below a published
 //! length, shared by consecutive snapshots of one node.
 //!
-//! Protocol. A buffer has a fixed capacity. Pairs at positions below `live`
-//! (the published length) are never written again; a writer holding the
-//! node's lock writes new pairs past `live` (Relaxed) and then publishes them,
-//! either by a Release store of `live` or by the Release publication of a
-//! snapshot whose own length covers them. Readers never read at or past the
-//! length they loaded with Acquire, so they never see a pair being written.
+//! Protocol. A buffer has a fixed capacity. Pairs are plain data, one
+//! [`PlainCell`] each. Pairs at positions below `live` (the published
+//! length) are never written again; a writer holding the node's lock writes
+//! new pairs past `live` and then publishes them, either by a Release store
+//! of `live` or by the Release publication of a snapshot whose own length
+//! covers them. Readers never read at or past the length they loaded with
+//! Acquire, so no read runs concurrently with the write of its pair (under
+//! loom, every pair access is checked against that order).
 //! A buffer never shrinks: truncation and growth past the capacity build a
 //! fresh buffer (see `Writer`), and the old one is freed when the last
 //! snapshot holding it is reclaimed.
@@ -20,9 +22,10 @@
 //! instead (see `View::position`).
 
 use crate::edge_index::{AtomicIndex, Probe, INDEX_THRESHOLD};
-use crate::hash::{BlockPair, ExternalSequenceBlockHash, LocalBlockHash};
+use crate::hash::{BlockPair, ExternalSequenceBlockHash};
 use crate::stats::{StatCounter, StatGauge};
-use crate::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use crate::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use crate::sync::PlainCell;
 
 /// Edge buffers alive (process-wide, every epoch gate).
 pub static LIVE_BUFFERS: StatGauge = StatGauge::new();
@@ -32,10 +35,9 @@ pub static RETIRED_BUFFER_BYTES: StatGauge = StatGauge::new();
 /// Edge buffers allocated (process-wide).
 pub static BUFFER_ALLOCATIONS: StatCounter = StatCounter::new();
 
-/// The pairs of one edge, interleaved (local, external), append-only below
-/// `live`.
+/// The pairs of one edge, append-only below `live`.
 pub(super) struct EdgeBuf {
-    words: Box<[AtomicU64]>,
+    pairs: Box<[PlainCell<BlockPair>]>,
     live: AtomicUsize,
     index: Option<AtomicIndex>,
     retired: AtomicBool,
@@ -44,41 +46,35 @@ pub(super) struct EdgeBuf {
 impl EdgeBuf {
     /// A buffer of `capacity` pairs holding `pairs` (published as its
     /// length; pairs past the capacity are dropped). Not shared yet, so the
-    /// stores need no ordering of their own: the snapshot that first holds it
+    /// writes need no ordering of their own: the snapshot that first holds it
     /// publishes it.
     pub(super) fn with_pairs(capacity: usize, pairs: &[BlockPair]) -> Self {
-        let words = pairs
-            .iter()
-            .flat_map(|pair| [pair.local.0, pair.external.0]);
-        Self::filled(capacity, words)
+        Self::filled(capacity, pairs.iter().copied())
     }
 
     /// A buffer of `capacity` pairs holding this buffer's first `keep` pairs
     /// (writers only, below the length they hold; like [`Self::with_pairs`],
     /// not shared yet). Growth and truncation rebuild an edge with it.
     pub(super) fn copy_prefix(&self, keep: usize, capacity: usize) -> Self {
-        let prefix = self.words.get(..2 * keep).unwrap_or(&self.words);
-        // Relaxed: below the length the caller holds, ordered by the lock.
-        Self::filled(capacity, prefix.iter().map(|w| w.load(Ordering::Relaxed)))
+        let keep = keep.min(self.capacity());
+        Self::filled(capacity, (0..keep).map(|pos| self.pair(pos)))
     }
 
-    /// A buffer of `capacity` pairs starting with `words` (local, external,
-    /// local, ...; an unpaired last word is dropped), indexed when long.
-    fn filled(capacity: usize, words: impl Iterator<Item = u64>) -> Self {
+    /// A buffer of `capacity` pairs starting with `pairs`, indexed when long.
+    fn filled(capacity: usize, pairs: impl Iterator<Item = BlockPair>) -> Self {
         let capacity = capacity.min(u32::MAX as usize - 1);
         // Copied into one exact allocation and the rest zeroed: element by
         // element through a map over every slot, or pair by pair with a
         // capacity check per push, this was most of a rebuild's cost.
-        let mut all = Vec::with_capacity(2 * capacity);
-        all.extend(words.take(2 * capacity).map(AtomicU64::new));
-        let len = all.len() / 2;
-        all.truncate(2 * len);
-        all.resize_with(2 * capacity, || AtomicU64::new(0));
+        let mut all = Vec::with_capacity(capacity);
+        all.extend(pairs.take(capacity).map(PlainCell::new));
+        let len = all.len();
+        all.resize_with(capacity, || PlainCell::new(BlockPair::new(0, 0)));
         // At most `capacity` distinct keys fill at most two thirds of it.
         let index =
             (capacity > INDEX_THRESHOLD).then(|| AtomicIndex::with_slots(capacity + capacity / 2));
         let buf = Self {
-            words: all.into_boxed_slice(),
+            pairs: all.into_boxed_slice(),
             live: AtomicUsize::new(len),
             index,
             retired: AtomicBool::new(false),
@@ -97,43 +93,39 @@ impl EdgeBuf {
     /// Pairs the buffer can hold.
     #[inline]
     pub(super) fn capacity(&self) -> usize {
-        self.words.len() / 2
+        self.pairs.len()
     }
 
     /// The pair at `pos`; a default pair past the capacity. Callers read only
     /// below a length they loaded with Acquire.
     #[inline]
     pub(super) fn pair(&self, pos: usize) -> BlockPair {
-        match (self.words.get(2 * pos), self.words.get(2 * pos + 1)) {
-            // Relaxed: ordered by the Acquire load of the length or of the
-            // snapshot that covers `pos`.
-            (Some(local), Some(external)) => BlockPair {
-                local: LocalBlockHash(local.load(Ordering::Relaxed)),
-                external: ExternalSequenceBlockHash(external.load(Ordering::Relaxed)),
-            },
-            _ => BlockPair::new(0, 0),
-        }
+        self.pairs.get(pos).map_or(BlockPair::new(0, 0), |cell| {
+            // SAFETY: `pos` is below a published length the caller loaded
+            // with Acquire (or holds under the lock): that pair was written
+            // before the length was published and is never written again.
+            cell.with(|pair| unsafe { *pair })
+        })
     }
 
     /// The external hash at `pos`; `None` past the capacity. Callers read
     /// only below a length they loaded with Acquire.
     #[inline]
     pub(super) fn external(&self, pos: usize) -> Option<ExternalSequenceBlockHash> {
-        let word = self.words.get(pos.checked_mul(2)?.checked_add(1)?)?;
-        // Relaxed: ordered like `pair`'s loads.
-        Some(ExternalSequenceBlockHash(word.load(Ordering::Relaxed)))
+        let cell = self.pairs.get(pos)?;
+        // SAFETY: as in `pair`.
+        Some(cell.with(|pair| unsafe { (*pair).external }))
     }
 
     /// Writes `pair` at `pos` (at or past `live`) and indexes it. Writers
     /// only; nothing is visible until published.
     pub(super) fn write(&self, pos: usize, pair: BlockPair) {
-        if let (Some(local), Some(external)) =
-            (self.words.get(2 * pos), self.words.get(2 * pos + 1))
-        {
-            // Relaxed: published later by a Release store (module docs).
-            local.store(pair.local.0, Ordering::Relaxed);
-            // Relaxed: as above.
-            external.store(pair.external.0, Ordering::Relaxed);
+        if let Some(cell) = self.pairs.get(pos) {
+            // SAFETY: the caller holds the node's lock (the only writer) and
+            // `pos` is at or past every length published so far, which no
+            // reader reads past (module docs); a Release store publishes it
+            // later.
+            cell.with_mut(|slot| unsafe { *slot = pair });
             if let Some(index) = &self.index {
                 index.insert(pair.external, pos, |p| self.pair(p).external.0);
             }
@@ -153,10 +145,16 @@ impl EdgeBuf {
         self.live.load(Ordering::Relaxed)
     }
 
-    /// Publishes the pairs below `len`.
+    /// Publishes the pairs below `len`. (Mutant `EpochRelaxedLengthPublish`:
+    /// with a Relaxed store.)
     pub(super) fn publish(&self, len: usize) {
         // Release: a reader that loads `len` sees the pairs written before.
-        self.live.store(len, Ordering::Release);
+        let order = if mutant!(EpochRelaxedLengthPublish) {
+            Ordering::Relaxed
+        } else {
+            Ordering::Release
+        };
+        self.live.store(len, order);
     }
 
     /// Probes the index for `hash` as seen by a view of the first `len`
@@ -174,7 +172,7 @@ impl EdgeBuf {
     pub(super) fn bytes(&self) -> usize {
         std::mem::size_of::<Self>()
             + 2 * std::mem::size_of::<usize>()
-            + self.words.len() * 8
+            + self.pairs.len() * std::mem::size_of::<BlockPair>()
             + self.index.as_ref().map_or(0, AtomicIndex::bytes)
     }
 

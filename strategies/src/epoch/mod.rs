@@ -200,6 +200,27 @@ impl Retired {
     }
 }
 
+/// Whether the active mutant publishes this snapshot Relaxed: every
+/// snapshot, a coverage-only one, or a demoting append's, the last two only
+/// over the shared buffer.
+#[cfg(crtc_checker)]
+fn relaxed_publish_mutant(shared_buffer: bool, appended: bool) -> bool {
+    use crate::mutants::Mutant;
+    match Mutant::active() {
+        Mutant::EpochRelaxedPublish => true,
+        Mutant::EpochRelaxedCoverPublish => shared_buffer && !appended,
+        Mutant::EpochRelaxedDemotePublish => shared_buffer && appended,
+        _ => false,
+    }
+}
+
+/// No mutant outside the checkers.
+#[cfg(not(crtc_checker))]
+#[inline]
+fn relaxed_publish_mutant(_shared_buffer: bool, _appended: bool) -> bool {
+    false
+}
+
 /// Makes `seq` even again when an exclusive section ends, even by unwinding.
 struct Exclusive<'a> {
     seq: &'a AtomicU64,
@@ -259,8 +280,9 @@ impl<R: Reclaim> EpochGate<R> {
     #[inline]
     fn reader_len(&self, snap: &Snapshot) -> Option<usize> {
         let live = snap.edge.live();
-        if live <= snap.len {
-            return Some(snap.len);
+        let own = snap.shape().len;
+        if live <= own {
+            return Some(own);
         }
         if mutant!(EpochUnvalidatedLiveLength) {
             return Some(live);
@@ -269,7 +291,7 @@ impl<R: Reclaim> EpochGate<R> {
         // and coherence makes a replaced snapshot fail it (module docs).
         let still_current = std::ptr::eq(self.snap.load(Ordering::Relaxed), snap);
         if !still_current && mutant!(EpochReadsReplacedSnapshotLength) {
-            return Some(snap.len);
+            return Some(own);
         }
         still_current.then_some(live)
     }
@@ -286,7 +308,7 @@ impl<R: Reclaim> EpochGate<R> {
         let seq = self.seq.load(Ordering::Acquire);
         let snap = self.current(guard);
         if let (0, Some(len)) = (seq & 1, self.reader_len(snap)) {
-            let result = f(&View::new(&snap.edge, len, &snap.cover));
+            let result = f(&View::new(&snap.edge, len, &snap.shape().cover));
             // Acquire: pairs with the Release fence that opens a section.
             fence(Ordering::Acquire);
             // Relaxed: ordered by the fence above.
@@ -298,8 +320,9 @@ impl<R: Reclaim> EpochGate<R> {
         let lock = self.writers.lock.lock();
         // SAFETY: `lock` guards `self.writers.lock`.
         let snap = unsafe { self.locked(&lock) };
-        let len = snap.edge.live_locked().max(snap.len);
-        f(&View::new(&snap.edge, len, &snap.cover))
+        let shape = snap.shape();
+        let len = snap.edge.live_locked().max(shape.len);
+        f(&View::new(&snap.edge, len, &shape.cover))
     }
 
     /// The mutex writers serialize on: the node's own. (Mutant: a private
@@ -358,8 +381,10 @@ impl<R: Reclaim> EpochGate<R> {
             unsafe { Self::retire(old.take()) };
         }
         // Release: a reader that loads the new snapshot sees its coverage
-        // and every pair below its length. (Mutant: Relaxed.)
-        let order = if mutant!(EpochRelaxedPublish) {
+        // and every pair below its length. (Mutants: Relaxed, for every
+        // snapshot, for a coverage-only change, or for a demoting append
+        // into the shared buffer.)
+        let order = if relaxed_publish_mutant(!replaced_buffer, length.is_some()) {
             Ordering::Relaxed
         } else {
             Ordering::Release

@@ -1,11 +1,14 @@
 //! Snapshots: a node's shape as one immutable value, and the view readers get.
 //!
-//! A [`Snapshot`] holds the node's coverage (full bits, cutoffs, flags) as
-//! plain data, immutable once published, plus a shared handle to the edge
-//! buffer and the edge length at the time it was built. The buffer may grow
-//! past that length while the snapshot is current (pure appends); the gate
-//! decides which length a reader may use (see the module docs of `epoch`),
-//! and a [`View`] reads exactly that many pairs.
+//! A [`Snapshot`] holds the node's coverage (full bits, cutoffs, flags) and
+//! the edge length at the time it was built as plain data in one
+//! [`PlainCell`], written when the snapshot is built and immutable once
+//! published (the gate's Release store of the pointer orders the write before
+//! every reader's Acquire load; under loom every read of the cell is checked
+//! against that order), plus a shared handle to the edge buffer. The buffer
+//! may grow past that length while the snapshot is current (pure appends);
+//! the gate decides which length a reader may use (see the module docs of
+//! `epoch`), and a [`View`] reads exactly that many pairs.
 //!
 //! Every accessor is total: positions past the view's length read as default
 //! pairs, and nothing panics whatever the stored values are.
@@ -16,7 +19,7 @@ use crate::edge_index::{neighbour_holding, Probe};
 use crate::hash::{BlockPair, ExternalSequenceBlockHash, Slot};
 use crate::shape::{ShapeInit, ShapeRead};
 use crate::stats::{StatCounter, StatGauge};
-use crate::sync::Arc;
+use crate::sync::{Arc, PlainCell};
 
 /// Snapshots alive (process-wide, every epoch gate).
 pub static LIVE_SNAPSHOTS: StatGauge = StatGauge::new();
@@ -48,19 +51,38 @@ impl Coverage {
     }
 }
 
-/// One published state of a node's shape.
-pub(super) struct Snapshot {
-    pub(super) edge: Arc<EdgeBuf>,
+/// A snapshot's plain part: what a published snapshot fixes.
+pub(super) struct Shape {
     /// The edge length when the snapshot was built.
     pub(super) len: usize,
     pub(super) cover: Coverage,
+}
+
+/// One published state of a node's shape.
+pub(super) struct Snapshot {
+    pub(super) edge: Arc<EdgeBuf>,
+    shape: PlainCell<Shape>,
 }
 
 impl Snapshot {
     pub(super) fn new(edge: Arc<EdgeBuf>, len: usize, cover: Coverage) -> Self {
         LIVE_SNAPSHOTS.add(1);
         SNAPSHOT_ALLOCATIONS.bump();
-        Self { edge, len, cover }
+        Self {
+            edge,
+            shape: PlainCell::new(Shape { len, cover }),
+        }
+    }
+
+    /// The length and coverage. Callers hold a snapshot loaded through the
+    /// reclaimer's `protect` (Acquire, pairing with the Release publication)
+    /// or the node's mutex.
+    #[inline]
+    pub(super) fn shape(&self) -> &Shape {
+        // SAFETY: the shape is written only in `new`, before the snapshot is
+        // published; every caller's load of the snapshot is ordered after
+        // that publication.
+        self.shape.with(|shape| unsafe { &*shape })
     }
 
     /// The first snapshot of a node, with a buffer of exactly its edge.
@@ -78,7 +100,7 @@ impl Snapshot {
 
     /// Bytes of the snapshot itself (the buffer is counted on its own).
     pub(super) fn bytes(&self) -> usize {
-        std::mem::size_of::<Self>() + self.cover.bytes()
+        std::mem::size_of::<Self>() + self.shape().cover.bytes()
     }
 }
 

@@ -58,7 +58,7 @@ fn older_snapshots_stop_at_their_own_length<R: Reclaim>() {
         .expect("slot 1 full");
     let guard = R::pin();
     let both_full = g.current(&guard);
-    assert!(both_full.cover.full.contains(Slot(1)));
+    assert!(both_full.shape().cover.full.contains(Slot(1)));
     append(&g, 0, 6).expect("demotes slot 1, in place");
     let demoted = g.current(&guard);
     assert!(Arc::ptr_eq(&both_full.edge, &demoted.edge), "shared buffer");

@@ -55,10 +55,11 @@ impl<'a> Writer<'a> {
     /// A writer over `cur`, the published snapshot. The caller holds the lock.
     pub(super) fn new(cur: &'a Snapshot) -> Self {
         let live = cur.edge.live_locked();
-        debug_assert!(live >= cur.len, "the current buffer covers its snapshot");
+        let own = cur.shape().len;
+        debug_assert!(live >= own, "the current buffer covers its snapshot");
         Self {
             cur,
-            len: live.max(cur.len).min(cur.edge.capacity()),
+            len: live.max(own).min(cur.edge.capacity()),
             fresh: None,
             draft: None,
         }
@@ -71,12 +72,12 @@ impl<'a> Writer<'a> {
 
     #[inline]
     fn cover(&self) -> &Coverage {
-        self.draft.as_ref().unwrap_or(&self.cur.cover)
+        self.draft.as_ref().unwrap_or(&self.cur.shape().cover)
     }
 
     fn draft(&mut self) -> &mut Coverage {
         let cur = self.cur;
-        self.draft.get_or_insert_with(|| cur.cover.clone())
+        self.draft.get_or_insert_with(|| cur.shape().cover.clone())
     }
 
     /// Whether a slot other than `slot` is full (an append by `slot` would
@@ -103,7 +104,7 @@ impl<'a> Writer<'a> {
     /// visible share of a one-block fast append; `papers/choices.md`.)
     pub(super) fn finish(&mut self) -> Publish {
         let cur = self.cur;
-        let cover_changed = self.draft.as_ref().is_some_and(|d| *d != cur.cover);
+        let cover_changed = self.draft.as_ref().is_some_and(|d| *d != cur.shape().cover);
         let appended = self.fresh.is_none() && self.len > cur.edge.live_locked();
         if self.fresh.is_none() && !cover_changed {
             return if appended {
@@ -121,7 +122,10 @@ impl<'a> Writer<'a> {
             }
             None => Arc::clone(&cur.edge),
         };
-        let cover = self.draft.take().unwrap_or_else(|| cur.cover.clone());
+        let cover = self
+            .draft
+            .take()
+            .unwrap_or_else(|| cur.shape().cover.clone());
         Publish::Snapshot {
             next: Box::new(Snapshot::new(edge, self.len, cover)),
             length: appended.then_some(self.len),

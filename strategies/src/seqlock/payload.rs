@@ -2,6 +2,16 @@
 //! is an atomic, and every out-of-line array is either immutable or
 //! append-only below an atomic length, published by pointer with Release and
 //! retired through the reclaimer when replaced — never freed under a reader.
+//! The one exception to "atomic" is the edge's pairs: they are plain data
+//! (one [`PlainCell`] each, checked under loom), because no reader ever reads
+//! a pair that may be written concurrently: a pair is written once, at or
+//! past the published length, before the Release store of the length that
+//! covers it (or before the Release publication of the buffer it was copied
+//! into), readers read only below the length they loaded with Acquire, and a
+//! truncated edge is never appended to again (a split marks its node
+//! internal in the same section). The cutoff list and the full-bit chunks
+//! stay atomic: writers raise a cutoff and set a bit in place, under readers
+//! the version check then sends back.
 //!
 //! Readers use [`View`]: it loads the cutoff list, the length and the edge
 //! buffer once, with Acquire, *before* the closure reads any full word, so a
@@ -20,10 +30,11 @@
 //! it.
 
 use crate::edge_index::{neighbour_holding, AtomicIndex, Probe, INDEX_THRESHOLD};
-use crate::hash::{BlockPair, ExternalSequenceBlockHash, LocalBlockHash, Slot};
+use crate::hash::{BlockPair, ExternalSequenceBlockHash, Slot};
 use crate::reclaim::Reclaim;
 use crate::shape::{ShapeInit, ShapeRead, ShapeWrite};
 use crate::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use crate::sync::PlainCell;
 use std::marker::PhantomData;
 
 const INTERNAL: u8 = 1;
@@ -43,10 +54,6 @@ impl Words {
         words.extend(prefix.take(capacity).map(AtomicU64::new));
         words.resize_with(capacity, || AtomicU64::new(0));
         Self(words.into_boxed_slice())
-    }
-    /// The first `len` words (fewer if the array is shorter).
-    fn prefix(&self, len: usize) -> &[AtomicU64] {
-        self.0.get(..len).unwrap_or(&self.0)
     }
     /// `capacity` words starting with a copy of `from`. Writers only.
     fn copied(capacity: usize, from: &[AtomicU64]) -> Self {
@@ -71,8 +78,42 @@ impl Words {
     }
 }
 
-/// The edge's pairs, interleaved (local, external); append-only below `len`.
-struct EdgeBuf(Words);
+/// The edge's pairs, append-only below `len` (module docs).
+struct EdgeBuf(Box<[PlainCell<BlockPair>]>);
+
+impl EdgeBuf {
+    /// `capacity` pairs starting with `prefix` (cut at the capacity), the
+    /// rest default: one exact allocation, each pair written once.
+    fn filled(capacity: usize, prefix: impl Iterator<Item = BlockPair>) -> Self {
+        let mut pairs = Vec::with_capacity(capacity);
+        pairs.extend(prefix.take(capacity).map(PlainCell::new));
+        pairs.resize_with(capacity, || PlainCell::new(BlockPair::new(0, 0)));
+        Self(pairs.into_boxed_slice())
+    }
+    fn capacity(&self) -> usize {
+        self.0.len()
+    }
+    /// The pair at `pos` (a default pair past the capacity). Callers read
+    /// below a length they loaded with Acquire, or hold the writer lock.
+    #[inline]
+    fn pair(&self, pos: usize) -> BlockPair {
+        self.0.get(pos).map_or(BlockPair::new(0, 0), |cell| {
+            // SAFETY: a pair below a published length is never written again
+            // (module docs), and its write is ordered before the caller's
+            // Acquire load of that length.
+            cell.with(|pair| unsafe { *pair })
+        })
+    }
+    /// Writes the pair at `pos`, at or past the published length. Writers
+    /// only; a Release store of the length publishes it.
+    fn write(&self, pos: usize, pair: BlockPair) {
+        if let Some(cell) = self.0.get(pos) {
+            // SAFETY: the writer lock makes this the only writer, and no
+            // reader reads at or past the length it loaded (module docs).
+            cell.with_mut(|slot| unsafe { *slot = pair });
+        }
+    }
+}
 
 /// The sorted cutoff list, immutable except for in-place raises of an existing
 /// entry's cutoff: entry = slot << 32 | cutoff.
@@ -145,11 +186,7 @@ fn decode(entry: u64) -> (Slot, u32) {
 
 impl Payload {
     pub(super) fn new(init: ShapeInit) -> Self {
-        let pairs = init.edge.iter();
-        let edge = Words::filled(
-            2 * init.edge.len().max(1),
-            pairs.flat_map(|pair| [pair.local.0, pair.external.0]),
-        );
+        let edge = EdgeBuf::filled(init.edge.len().max(1), init.edge.iter().copied());
         let words: Vec<u64> = init.full.words().map(|(_, w)| w).collect();
         let chunks = (words.len() > INLINE_WORDS).then(|| {
             let extra = &words[INLINE_WORDS..];
@@ -161,7 +198,7 @@ impl Payload {
         Self {
             len: AtomicU32::new(init.edge.len() as u32),
             flags: AtomicU8::new(flags),
-            edge: AtomicPtr::new(publish(Some(EdgeBuf(edge)))),
+            edge: AtomicPtr::new(publish(Some(edge))),
             index: AtomicPtr::new(publish(index_of(init.edge.len(), |p| {
                 init.edge[p].external.0
             }))),
@@ -175,7 +212,9 @@ impl Payload {
     pub(super) fn footprint<R: Reclaim>(&self, pin: &R::Guard) -> usize {
         let view = View::<R>::new(self, pin);
         std::mem::size_of::<Self>()
-            + view.edge.map_or(0, |e| e.0.capacity() * 8)
+            + view
+                .edge
+                .map_or(0, |e| e.capacity() * std::mem::size_of::<BlockPair>())
             + view.index.map_or(0, AtomicIndex::bytes)
             + view.cutoffs.map_or(0, |c| c.0.capacity() * 8)
     }
@@ -258,7 +297,7 @@ impl<'a, R: Reclaim> View<'a, R> {
         // SAFETY: as above.
         let (edge, index) =
             unsafe { (deref::<R, _>(&payload.edge), deref::<R, _>(&payload.index)) };
-        let capacity = edge.map_or(0, |e| e.0.capacity() / 2);
+        let capacity = edge.map_or(0, EdgeBuf::capacity);
         Self {
             payload,
             len: len.min(capacity),
@@ -284,10 +323,7 @@ impl<R: Reclaim> ShapeRead for View<'_, R> {
     #[inline]
     fn pair(&self, pos: usize) -> BlockPair {
         match self.edge {
-            Some(edge) if pos < self.len => BlockPair {
-                local: LocalBlockHash(edge.0.get(2 * pos)),
-                external: ExternalSequenceBlockHash(edge.0.get(2 * pos + 1)),
-            },
+            Some(edge) if pos < self.len => edge.pair(pos),
             _ => BlockPair::new(0, 0),
         }
     }
@@ -422,18 +458,14 @@ impl<'a, R: Reclaim> Writer<'a, R> {
     }
 
     fn grow_edge(&mut self, needed: usize) {
-        let capacity = self.view.edge.map_or(0, |e| e.0.capacity() / 2);
+        let capacity = self.view.edge.map_or(0, EdgeBuf::capacity);
         if needed <= capacity {
             return;
         }
-        // A slice, not an iterator over the optional buffer: `flat_map` hid
-        // the length from the copy, which then checked capacity per word.
-        let kept = self
-            .view
-            .edge
-            .map_or(&[][..], |e| e.0.prefix(2 * self.view.len));
-        let grown = Words::copied(2 * needed.max(2 * capacity), kept);
-        Self::replace(&self.view.payload.edge, publish(Some(EdgeBuf(grown))));
+        let (edge, kept) = (self.view.edge, self.view.len.min(capacity));
+        let prefix = (0..kept).map(|pos| edge.map_or(BlockPair::new(0, 0), |e| e.pair(pos)));
+        let grown = EdgeBuf::filled(needed.max(2 * capacity), prefix);
+        Self::replace(&self.view.payload.edge, publish(Some(grown)));
         self.refresh();
     }
 
@@ -452,7 +484,7 @@ impl<'a, R: Reclaim> Writer<'a, R> {
 
     fn rebuild_index(&mut self) {
         let edge = self.view.edge;
-        let rebuilt = index_of(self.view.len, |p| edge.map_or(0, |e| e.0.get(2 * p + 1)));
+        let rebuilt = index_of(self.view.len, |p| edge.map_or(0, |e| e.pair(p).external.0));
         Self::replace(&self.view.payload.index, publish(rebuilt));
         self.refresh();
     }
@@ -526,16 +558,21 @@ impl<R: Reclaim> ShapeWrite for Writer<'_, R> {
                 .store((old_len + blocks.len()) as u32, Ordering::Release);
         }
         if let Some(edge) = self.view.edge {
-            for (i, pair) in blocks.iter().enumerate() {
-                edge.0.set(2 * (old_len + i), pair.local.0);
-                edge.0.set(2 * (old_len + i) + 1, pair.external.0);
+            for (i, &pair) in blocks.iter().enumerate() {
+                edge.write(old_len + i, pair);
             }
         }
         // Release: a reader that loads the new length sees the pairs below it.
+        // (Mutant `SeqlockRelaxedLengthPublish`: Relaxed.)
+        let order = if mutant!(SeqlockRelaxedLengthPublish) {
+            Ordering::Relaxed
+        } else {
+            Ordering::Release
+        };
         self.view
             .payload
             .len
-            .store((old_len + blocks.len()) as u32, Ordering::Release);
+            .store((old_len + blocks.len()) as u32, order);
         self.refresh();
         self.index_appended(old_len);
     }

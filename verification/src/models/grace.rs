@@ -11,14 +11,36 @@
 //! under the real rule, so the checker reclaimer cannot catch it.
 //! [`GraceReclaim`] implements exactly the real rule:
 //!
-//! - `pin` registers the pin, then issues `fence(SeqCst)` (as crossbeam's
-//!   pin does); `defer` issues `fence(SeqCst)` and records the pins active at
-//!   that moment; a deferred function runs as soon as all of those have
-//!   ended, at the end of the pin that ended last (eagerly, so the model sees
-//!   the earliest free the rule allows). A writer that unlinks (Release
-//!   store) and then retires is safe under this rule: a reader that pins
-//!   after the retire fences after the writer's fence, so its loads see the
-//!   unlink.
+//! - `defer` records the pins active at that moment; a deferred function
+//!   runs as soon as all of those have ended, at the end of the pin that
+//!   ended last (eagerly, so the model sees the earliest free the rule
+//!   allows, never later than crossbeam's two epoch advances).
+//! - Threads are ordered only as crossbeam-epoch orders them, through
+//!   modelled atomics, and by nothing else: a thread's outermost `pin`
+//!   issues `fence(SeqCst)` (crossbeam's pin: a Relaxed store of its local
+//!   epoch, which orders nothing, then that fence); its outermost unpin
+//!   stores "pin n ended" into its participant word with Release (crossbeam's
+//!   unpin); `defer` issues `fence(SeqCst)` (crossbeam's bag push). Deferred
+//!   work runs only once the running thread has loaded the word of every
+//!   other thread whose pin it waits for and seen that pin ended, as
+//!   crossbeam's `try_advance` reads the participants (Relaxed, then an
+//!   Acquire fence) before it advances. The model's unpin and read are
+//!   read-modify-writes (a Release swap, an Acquire add of 0): they order
+//!   exactly what crossbeam's store, load and fence order when the read
+//!   sees the unpin (a Release RMW acquires nothing, and only the owner
+//!   changes the word's value), but a read-modify-write always reads the
+//!   latest value, so work runs as early as the rule allows and loom
+//!   explores no stale reads of the words (a stale read would only delay a
+//!   free).
+//!   The deferring thread's own pin is among those waited for, so its
+//!   unpin orders the defer before the run, the edge crossbeam's garbage
+//!   queue gives. A writer that unlinks (Release store) and then retires is
+//!   safe under this rule: a reader that pins after the retire fences after
+//!   the writer's fence, so its loads see the unlink. What this does not
+//!   model: seize's own protocol (its guards are modelled by this
+//!   crossbeam-shaped one; the gates' `protect` for seize is SeqCst,
+//!   stronger), and crossbeam's global epoch (the rule above frees no later
+//!   than its two advances).
 //! - `protect` records which pointer the current thread loaded under its pin
 //!   and fails the model if that pointer was already freed.
 //! - When deferred work frees memory, every freed block is checked against
@@ -41,7 +63,12 @@
 //! is never reused while a reader could still compare against it, and a
 //! freed block is never actually accessed: the checks fail the model first.
 //! A block freed twice (an object retired twice) is recorded and fails the
-//! model too.
+//! model too. In reuse mode (`CRTC_GRACE_REUSE=1`) a block deferred work
+//! freed goes back to the system as soon as the free's checks passed (its
+//! grace period is over), so later allocations of the same execution may
+//! get its address again (a pointer comparison then meets a reused
+//! address); until it is handed out again, a pinned load of it still fails
+//! the model.
 //!
 //! The bookkeeping lives in thread-locals: loom and shuttle run every
 //! modelled thread on the test's OS thread, one at a time, so the state is
@@ -66,6 +93,8 @@ pub struct GraceReclaim;
 #[derive(Debug)]
 pub struct GraceGuard {
     id: u64,
+    /// The participant that pinned (the guard may drop on another thread).
+    participant: usize,
 }
 
 type Deferred = Box<dyn FnOnce()>;
@@ -78,9 +107,31 @@ fn current_thread() -> ThreadKey {
     format!("{:?}", thread::current().id())
 }
 
+/// Most modelled threads that may pin in one execution.
+const PARTICIPANTS: usize = 8;
+
+/// The collector's modelled words (module docs): what orders threads.
+struct Words {
+    /// Per participant: the number of its last outermost pin that ended.
+    locals: [AtomicU64; PARTICIPANTS],
+}
+
+/// A modelled thread that pinned: its word's index is its place in
+/// `State::participants`.
+struct Participant {
+    thread: ThreadKey,
+    /// Guards alive (pins nest).
+    depth: u32,
+    /// The number of its last outermost pin.
+    pin: u64,
+}
+
 struct Pending {
     /// The pins that were active when the work was deferred.
     waits_for: Vec<u64>,
+    /// Their participants and outermost pin numbers: the running thread
+    /// must see each of those pins end in its word.
+    observe: Vec<(usize, u64)>,
     work: Deferred,
 }
 
@@ -95,30 +146,49 @@ struct State {
     /// Deferred functions run, and blocks they freed (this execution).
     ran: u64,
     freed: u64,
+    participants: Vec<Participant>,
+}
+
+impl State {
+    /// The participant index of `thread`, registered on its first pin.
+    fn participant(&mut self, thread: &ThreadKey) -> usize {
+        if let Some(index) = self.participants.iter().position(|p| p.thread == *thread) {
+            return index;
+        }
+        assert!(
+            self.participants.len() < PARTICIPANTS,
+            "grace reclaimer: more than {PARTICIPANTS} pinning threads"
+        );
+        self.participants.push(Participant {
+            thread: thread.clone(),
+            depth: 0,
+            pin: 0,
+        });
+        self.participants.len() - 1
+    }
+
+    /// The outermost pins active now, as (participant, pin number).
+    fn pinned_participants(&self) -> Vec<(usize, u64)> {
+        (self.participants.iter().enumerate())
+            .filter(|(_, p)| p.depth > 0)
+            .map(|(index, p)| (index, p.pin))
+            .collect()
+    }
 }
 
 thread_local! {
     static STATE: RefCell<State> = RefCell::new(State::default());
-    /// The grace clock of the running execution (see [`synchronize`]).
-    static CLOCK: RefCell<Option<Arc<AtomicU64>>> = const { RefCell::new(None) };
+    /// The collector words of the running execution.
+    static WORDS: RefCell<Option<Arc<Words>>> = const { RefCell::new(None) };
+    /// Whether the running execution hands freed blocks out again.
+    static REUSE: Cell<bool> = const { Cell::new(false) };
     /// Blocks deferred work freed in the executions ended since the last
     /// [`take_freed`].
     static FREED_TOTAL: Cell<u64> = const { Cell::new(0) };
 }
 
-/// Orders everything before the last guard drop before what follows: a
-/// read-modify-write on the execution's clock, which every guard drop and
-/// every run of deferred work makes. The bookkeeping above is invisible to
-/// the checker, so without the clock a deferred free would race the loads
-/// the reader made before it unpinned; a real reclaimer orders them through
-/// its own atomics (crossbeam's epoch and pin words).
-fn synchronize() {
-    let clock = CLOCK.with(|c| c.borrow().clone());
-    if let Some(clock) = clock {
-        // AcqRel: a read-modify-write reads the last value, so each one
-        // synchronizes with every earlier one (unpin before free).
-        clock.fetch_add(1, Ordering::AcqRel);
-    }
+fn words() -> Option<Arc<Words>> {
+    WORDS.with(|w| w.borrow().clone())
 }
 
 fn with_state<T>(f: impl FnOnce(&mut State) -> T) -> T {
@@ -126,9 +196,10 @@ fn with_state<T>(f: impl FnOnce(&mut State) -> T) -> T {
 }
 
 // SAFETY: (1) `GraceGuard`'s field is private and only `pin` builds it;
-// (2) deferred work waits for every pin active at `defer`; (3) `pin` and
-// `defer` fence SeqCst (module docs); (4) `wait_for_pinned_threads` waits
-// until no pin is active. A checker's specification of the contract, run
+// (2) deferred work waits for every pin active at `defer`; (3) an outermost
+// `pin` and every `defer` fence SeqCst (module docs); (4)
+// `wait_for_pinned_threads` waits until every pin active at the call is
+// seen ended. A checker's specification of the contract, run
 // only inside a model.
 unsafe impl Reclaim for GraceReclaim {
     type Guard = GraceGuard;
@@ -136,15 +207,22 @@ unsafe impl Reclaim for GraceReclaim {
 
     fn pin() -> GraceGuard {
         let me = current_thread();
-        let id = with_state(|s| {
+        let (id, participant, outermost) = with_state(|s| {
             s.next_pin += 1;
-            s.active.push((s.next_pin, me));
-            s.next_pin
+            s.active.push((s.next_pin, me.clone()));
+            let index = s.participant(&me);
+            let participant = &mut s.participants[index];
+            participant.depth += 1;
+            let outermost = participant.depth == 1;
+            participant.pin += u64::from(outermost);
+            (s.next_pin, index, outermost)
         });
-        // SeqCst: orders this pin's later loads after every retire whose own
-        // fence came first (see the module docs).
-        fence(Ordering::SeqCst);
-        GraceGuard { id }
+        if outermost {
+            // SeqCst: orders this pin's later loads after every retire whose
+            // own fence came first (see the module docs).
+            fence(Ordering::SeqCst);
+        }
+        GraceGuard { id, participant }
     }
 
     fn defer(_guard: &GraceGuard, f: impl FnOnce() + Send + 'static) {
@@ -152,8 +230,10 @@ unsafe impl Reclaim for GraceReclaim {
         fence(Ordering::SeqCst);
         with_state(|s| {
             let waits_for = s.active.iter().map(|(id, _)| *id).collect();
+            let observe = s.pinned_participants();
             s.pending.push(Pending {
                 waits_for,
+                observe,
                 work: Box::new(f),
             });
         });
@@ -191,8 +271,15 @@ unsafe impl Reclaim for GraceReclaim {
     }
 
     fn wait_for_pinned_threads() {
-        while with_state(|s| !s.active.is_empty()) {
-            spin_loop();
+        let pinned = with_state(|s| s.pinned_participants());
+        if let Some(words) = words() {
+            for (index, pin) in pinned {
+                // Acquire: the caller sees every access of the pins it waits
+                // for (a read-modify-write: module docs).
+                while words.locals[index].fetch_add(0, Ordering::Acquire) < pin {
+                    spin_loop();
+                }
+            }
         }
         run_ready();
     }
@@ -200,21 +287,30 @@ unsafe impl Reclaim for GraceReclaim {
 
 impl Drop for GraceGuard {
     fn drop(&mut self) {
-        if !std::thread::panicking() {
+        let panicking = std::thread::panicking();
+        if !panicking {
             check_direct_frees();
-            synchronize();
         }
         let me = current_thread();
-        with_state(|s| {
+        let ended = with_state(|s| {
             s.active.retain(|(id, _)| *id != self.id);
             if !s.active.iter().any(|(_, t)| *t == me) {
                 s.loaded.retain(|(t, _)| *t != me);
             }
             watch_loaded(s);
+            let participant = &mut s.participants[self.participant];
+            participant.depth = participant.depth.saturating_sub(1);
+            (participant.depth == 0).then_some((self.participant, participant.pin))
         });
-        if !std::thread::panicking() {
-            run_ready();
+        if panicking {
+            return;
         }
+        if let (Some((index, pin)), Some(words)) = (ended, words()) {
+            // Release: a thread that loads it and fences (Acquire) sees every
+            // access of the pin (crossbeam's unpin).
+            words.locals[index].swap(pin, Ordering::Release);
+        }
+        run_ready();
     }
 }
 
@@ -242,18 +338,10 @@ fn check_direct_frees() {
 fn run_ready() {
     check_direct_frees();
     loop {
-        let ready: Vec<Pending> = with_state(|s| {
-            let active: Vec<u64> = s.active.iter().map(|(id, _)| *id).collect();
-            let (ready, waiting) = std::mem::take(&mut s.pending)
-                .into_iter()
-                .partition(|p| p.waits_for.iter().all(|id| !active.contains(id)));
-            s.pending = waiting;
-            ready
-        });
+        let ready = take_ready();
         if ready.is_empty() {
             return;
         }
-        synchronize();
         for pending in ready {
             let freed = quarantine::capture(pending.work);
             let held: Option<(ThreadKey, usize)> = with_state(|s| {
@@ -278,8 +366,51 @@ fn run_ready() {
                     "grace reclaimer: a block was freed twice (retired twice?)"
                 );
             }
+            if REUSE.with(Cell::get) {
+                quarantine::reuse(&freed);
+            }
         }
     }
+}
+
+/// Takes the deferred work whose pins have all ended and whose ends the
+/// running thread sees: its own in program order, another thread's in that
+/// thread's participant word (one read each). Work whose end it does not
+/// see stays pending.
+fn take_ready() -> Vec<Pending> {
+    let me = current_thread();
+    let (candidates, own) = with_state(|s| {
+        let active: Vec<u64> = s.active.iter().map(|(id, _)| *id).collect();
+        let (ready, waiting): (Vec<Pending>, _) = std::mem::take(&mut s.pending)
+            .into_iter()
+            .partition(|p| p.waits_for.iter().all(|id| !active.contains(id)));
+        s.pending = waiting;
+        let own = s.participants.iter().position(|p| p.thread == me);
+        (ready, own)
+    });
+    let Some(words) = words().filter(|_| !candidates.is_empty()) else {
+        return candidates;
+    };
+    let mut seen: Vec<(usize, u64)> = Vec::new();
+    let mut ended = |index: usize, pin: u64| {
+        if Some(index) == own {
+            return true;
+        }
+        let word = seen.iter().find(|(i, _)| *i == index).map(|&(_, w)| w);
+        let word = word.unwrap_or_else(|| {
+            // Acquire: the work sees every access of the pin seen ended (a
+            // read-modify-write: module docs).
+            let word = words.locals[index].fetch_add(0, Ordering::Acquire);
+            seen.push((index, word));
+            word
+        });
+        word >= pin
+    };
+    let (ready, unseen): (Vec<Pending>, Vec<Pending>) = candidates
+        .into_iter()
+        .partition(|p| p.observe.iter().all(|&(index, pin)| ended(index, pin)));
+    with_state(|s| s.pending.extend(unseen));
+    ready
 }
 
 /// Resets the reclaimer and the quarantine for a new execution. Work left
@@ -287,9 +418,13 @@ fn run_ready() {
 pub fn begin_execution() {
     let leftover = with_state(std::mem::take);
     leftover.pending.into_iter().for_each(std::mem::forget);
-    // A clock left by a failed execution belongs to that execution's
-    // checker state: leak it rather than touch it from this one.
-    std::mem::forget(CLOCK.with(|c| c.replace(Some(Arc::new(AtomicU64::new(0))))));
+    let words = Words {
+        locals: std::array::from_fn(|_| AtomicU64::new(0)),
+    };
+    // Words left by a failed execution belong to that execution's checker
+    // state: leak them rather than touch them from this one.
+    std::mem::forget(WORDS.with(|w| w.replace(Some(Arc::new(words)))));
+    REUSE.with(|r| r.set(std::env::var("CRTC_GRACE_REUSE").is_ok_and(|v| v == "1")));
     quarantine::watch(std::iter::empty());
     quarantine::take_direct_free();
     quarantine::release();
@@ -300,7 +435,7 @@ pub fn begin_execution() {
 /// returns `(deferred functions run, blocks they freed)`.
 pub fn end_execution() -> (u64, u64) {
     run_ready();
-    CLOCK.with(|c| c.borrow_mut().take());
+    WORDS.with(|w| w.borrow_mut().take());
     quarantine::watch(std::iter::empty());
     let (active, pending, ran, freed) =
         with_state(|s| (s.active.len(), s.pending.len(), s.ran, s.freed));
@@ -359,7 +494,7 @@ unsafe impl GlobalAlloc for QuarantineAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         quarantine::mark_installed();
         // SAFETY: the caller's contract is `System`'s.
-        unsafe { System.alloc(layout) }
+        quarantine::handed_out(unsafe { System.alloc(layout) })
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
@@ -372,14 +507,14 @@ unsafe impl GlobalAlloc for QuarantineAlloc {
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         quarantine::mark_installed();
         // SAFETY: the caller's contract is `System`'s.
-        unsafe { System.alloc_zeroed(layout) }
+        quarantine::handed_out(unsafe { System.alloc_zeroed(layout) })
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // Reallocation is never part of a deferred free; `System` moves or
         // grows the block and frees the old one itself.
         // SAFETY: the caller's contract is `System`'s.
-        unsafe { System.realloc(ptr, layout, new_size) }
+        quarantine::handed_out(unsafe { System.realloc(ptr, layout, new_size) })
     }
 }
 
@@ -415,7 +550,20 @@ mod quarantine {
         double_free: bool,
     }
 
+    /// Blocks handed back to the system in reuse mode whose addresses the
+    /// allocator has not handed out again.
+    struct Reused {
+        blocks: [usize; CAPACITY],
+        len: usize,
+    }
+
     thread_local! {
+        static REUSED: RefCell<Reused> = const {
+            RefCell::new(Reused {
+                blocks: [0; CAPACITY],
+                len: 0,
+            })
+        };
         static INSTALLED: Cell<bool> = const { Cell::new(false) };
         static CAPTURING: Cell<bool> = const { Cell::new(false) };
         static WATCHED: RefCell<Watched> = const {
@@ -443,19 +591,26 @@ mod quarantine {
         INSTALLED.with(Cell::get)
     }
 
+    /// Appends `address` after the first `*len` of `blocks`; fails the
+    /// model when the list (`what`) is full.
+    fn push_address(blocks: &mut [usize], len: &mut usize, address: usize, what: &str) {
+        assert!(
+            *len < blocks.len(),
+            "grace reclaimer: more than {} {what}",
+            blocks.len()
+        );
+        blocks[*len] = address;
+        *len += 1;
+    }
+
     /// Sets the blocks pinned threads hold.
     pub(super) fn watch(addresses: impl Iterator<Item = usize>) {
         WATCHED.with(|w| {
             let mut watched = w.borrow_mut();
-            watched.len = 0;
+            let Watched { blocks, len, .. } = &mut *watched;
+            *len = 0;
             for address in addresses {
-                assert!(
-                    watched.len < WATCH_CAPACITY,
-                    "grace reclaimer: more than {WATCH_CAPACITY} blocks held by pinned threads"
-                );
-                let len = watched.len;
-                watched.blocks[len] = address;
-                watched.len += 1;
+                push_address(blocks, len, address, "blocks held by pinned threads");
             }
         });
     }
@@ -516,13 +671,68 @@ mod quarantine {
         .unwrap_or(false)
     }
 
-    /// Whether `address` is a held (freed) block.
+    /// Whether `address` is a freed block: held, or handed back in reuse
+    /// mode and not allocated again.
     pub(super) fn holds(address: usize) -> bool {
-        HELD.with(|h| {
+        let held = HELD.with(|h| {
             h.borrow().blocks[..h.borrow().len]
                 .iter()
                 .any(|&(a, _, _)| a == address)
-        })
+        });
+        held || REUSED.with(|r| r.borrow().blocks[..r.borrow().len].contains(&address))
+    }
+
+    /// Reuse mode: returns the held `blocks` to the system now, each
+    /// recorded as freed until the allocator hands its address out again.
+    pub(super) fn reuse(blocks: &[usize]) {
+        let records: Vec<(usize, usize, usize)> = HELD.with(|h| {
+            let mut held = h.borrow_mut();
+            let mut taken = Vec::new();
+            let mut at = 0;
+            while at < held.len {
+                if blocks.contains(&held.blocks[at].0) {
+                    taken.push(held.blocks[at]);
+                    let last = held.len - 1;
+                    held.blocks.swap(at, last);
+                    held.len = last;
+                } else {
+                    at += 1;
+                }
+            }
+            taken
+        });
+        REUSED.with(|r| {
+            let mut reused = r.borrow_mut();
+            let Reused { blocks, len } = &mut *reused;
+            for &(address, _, _) in &records {
+                push_address(blocks, len, address, "blocks handed back for reuse");
+            }
+        });
+        for (address, size, align) in records {
+            // SAFETY: as in `release`: a held block, allocated by `System`
+            // with this layout, whose record was removed above.
+            unsafe {
+                System.dealloc(
+                    address as *mut u8,
+                    Layout::from_size_align_unchecked(size, align),
+                )
+            }
+        }
+    }
+
+    /// Records that the allocator handed `ptr` out (no longer a freed
+    /// address); returns it.
+    pub(super) fn handed_out(ptr: *mut u8) -> *mut u8 {
+        let _ = REUSED.try_with(|r| {
+            if let Ok(mut reused) = r.try_borrow_mut() {
+                let len = reused.len;
+                if let Some(at) = reused.blocks[..len].iter().position(|&a| a == ptr as usize) {
+                    reused.blocks.swap(at, len - 1);
+                    reused.len -= 1;
+                }
+            }
+        });
+        ptr
     }
 
     /// Runs `work` with deallocations held; returns the blocks it freed.
@@ -553,6 +763,7 @@ mod quarantine {
 
     /// Returns every held block to the system.
     pub(super) fn release() {
+        REUSED.with(|r| r.borrow_mut().len = 0);
         let blocks: Vec<(usize, usize, usize)> = HELD.with(|h| {
             let mut held = h.borrow_mut();
             let blocks = held.blocks[..held.len].to_vec();

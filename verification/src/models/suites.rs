@@ -314,7 +314,10 @@ pub fn loom_catch(mutant: Mutant) -> Catch {
         Mutant::NoReaderAcquireFence | Mutant::NoWriterReleaseFence => {
             (AtomicRead, &["split", "demote"])
         }
-        Mutant::LenBeforePairs => (AtomicRead, &["pure_append", "demote_in_place"]),
+        // The pairs' tracked cells see the write after the length's
+        // publication before the reader's value check sees a default pair.
+        Mutant::LenBeforePairs => (RaceFree, &["pure_append", "demote_in_place"]),
+        Mutant::SeqlockRelaxedLengthPublish => (RaceFree, &["pure_append", "L1"]),
         Mutant::DemotingAppendWithoutBump => (AtomicRead, &["demote", "demote_in_place", "L1"]),
         // The tree models do not reach it at the CI budgets: L2r (whole)
         // and L2 with its reader (30 000 executions) both pass under it.
@@ -323,7 +326,10 @@ pub fn loom_catch(mutant: Mutant) -> Catch {
         Mutant::SeqlockRetireBeforeUnpublish => (NoFreeWhileHeld, &["pure_grow"]),
         Mutant::EpochRelaxedPublish => (RaceFree, &["demote", "split"]),
         Mutant::EpochRetireBeforeUnlink => (NoFreeWhileHeld, &["demote", "demote_in_place"]),
-        Mutant::EpochLenBeforePairs => (AtomicRead, &["pure_append", "demote_in_place"]),
+        Mutant::EpochLenBeforePairs => (RaceFree, &["pure_append", "demote_in_place"]),
+        Mutant::EpochRelaxedCoverPublish => (RaceFree, &["L3r", "L5"]),
+        Mutant::EpochRelaxedDemotePublish => (RaceFree, &["demote_in_place", "L1"]),
+        Mutant::EpochRelaxedLengthPublish => (RaceFree, &["pure_append", "L1"]),
         // The stale plan extends B over A's block: the concurrent reader
         // credits B with a block it never stored (C1) before the final
         // state is checked.
@@ -332,6 +338,7 @@ pub fn loom_catch(mutant: Mutant) -> Catch {
         Mutant::EpochUnexcludedWriters => (NoFreeWhileHeld, &["two_appenders", "L4a"]),
         Mutant::EpochReadsReplacedSnapshotLength => (ReadYourWrites, &["L5"]),
         Mutant::SweepFreesBeforeGrace => (NoFreeWhileHeld, &["U1"]),
+        Mutant::ChildrenSortedAfterPublish => (RaceFree, &["L2r", "L2"]),
         Mutant::RacySweepClaim => (OneSweep, &["sweep_claim"]),
         Mutant::SweepFinishKeepsFlag => (SweepNotLost, &["sweep_claim"]),
         Mutant::SlotCacheIgnoresUnmaps | Mutant::SlotStampAfterLookup => {
