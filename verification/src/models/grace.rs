@@ -546,8 +546,104 @@ mod quarantine {
     struct Held {
         blocks: [(usize, usize, usize); CAPACITY],
         len: usize,
+        /// The addresses of `blocks`, for the double-free check and
+        /// [`holds`] in constant time (a shuttle execution holds thousands).
+        index: AddressSet,
         overflow: bool,
         double_free: bool,
+    }
+
+    /// Slots of an [`AddressSet`]: twice [`CAPACITY`], so the table is at
+    /// most half full.
+    const SET_SLOTS: usize = 2 * CAPACITY;
+
+    /// A set of block addresses in a fixed table, since the allocator may
+    /// not allocate: open addressing with linear probing, 0 an empty slot
+    /// and 1 a removed one (no block lives at address 0 or 1).
+    struct AddressSet {
+        slots: [usize; SET_SLOTS],
+        /// Slots ever filled since the last [`AddressSet::clear`], removed
+        /// ones included: an insert is refused at half the table.
+        used: usize,
+        /// Whether a slot was removed since the last clear.
+        removed: bool,
+    }
+
+    const EMPTY: usize = 0;
+    const REMOVED: usize = 1;
+
+    impl AddressSet {
+        const fn new() -> Self {
+            Self {
+                slots: [EMPTY; SET_SLOTS],
+                used: 0,
+                removed: false,
+            }
+        }
+
+        fn home(address: usize) -> usize {
+            // Fibonacci hashing of the address without its alignment bits.
+            let mixed = ((address >> 3) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            (mixed >> (64 - SET_SLOTS.trailing_zeros())) as usize
+        }
+
+        /// The slot holding `address`, if any.
+        fn find(&self, address: usize) -> Option<usize> {
+            let mut at = Self::home(address);
+            loop {
+                match self.slots[at] {
+                    EMPTY => return None,
+                    a if a == address => return Some(at),
+                    _ => at = (at + 1) % SET_SLOTS,
+                }
+            }
+        }
+
+        fn contains(&self, address: usize) -> bool {
+            self.find(address).is_some()
+        }
+
+        /// Adds `address`; false when the table is at its fill bound.
+        fn insert(&mut self, address: usize) -> bool {
+            if self.used >= SET_SLOTS / 2 {
+                return false;
+            }
+            let mut at = Self::home(address);
+            while self.slots[at] != EMPTY {
+                at = (at + 1) % SET_SLOTS;
+            }
+            self.slots[at] = address;
+            self.used += 1;
+            true
+        }
+
+        fn remove(&mut self, address: usize) {
+            if let Some(at) = self.find(address) {
+                self.slots[at] = REMOVED;
+                self.removed = true;
+            }
+        }
+
+        /// Empties the set, whose members are `members`. Without removed
+        /// slots it empties only the runs of filled slots their homes start
+        /// in (each member lies in the run its home is in, and a pass from
+        /// anywhere in a run empties the run's rest), instead of the whole
+        /// table on every execution.
+        fn clear(&mut self, members: impl Iterator<Item = usize>) {
+            if self.removed {
+                self.slots = [EMPTY; SET_SLOTS];
+            } else {
+                for address in members {
+                    let mut at = Self::home(address);
+                    while self.slots[at] != EMPTY {
+                        self.slots[at] = EMPTY;
+                        at = (at + 1) % SET_SLOTS;
+                    }
+                }
+            }
+            self.used = 0;
+            self.removed = false;
+        }
     }
 
     /// Blocks handed back to the system in reuse mode whose addresses the
@@ -577,6 +673,7 @@ mod quarantine {
             RefCell::new(Held {
                 blocks: [(0, 0, 0); CAPACITY],
                 len: 0,
+                index: AddressSet::new(),
                 overflow: false,
                 double_free: false,
             })
@@ -650,16 +747,13 @@ mod quarantine {
                 return false;
             };
             let address = ptr as usize;
-            if held.blocks[..held.len]
-                .iter()
-                .any(|&(a, _, _)| a == address)
-            {
+            if held.index.contains(address) {
                 // Already held: a second free of the same block. Keep the
                 // single record (it is released once).
                 held.double_free = true;
                 return true;
             }
-            if held.len == CAPACITY {
+            if held.len == CAPACITY || !held.index.insert(address) {
                 held.overflow = true;
                 return false;
             }
@@ -674,11 +768,7 @@ mod quarantine {
     /// Whether `address` is a freed block: held, or handed back in reuse
     /// mode and not allocated again.
     pub(super) fn holds(address: usize) -> bool {
-        let held = HELD.with(|h| {
-            h.borrow().blocks[..h.borrow().len]
-                .iter()
-                .any(|&(a, _, _)| a == address)
-        });
+        let held = HELD.with(|h| h.borrow().index.contains(address));
         held || REUSED.with(|r| r.borrow().blocks[..r.borrow().len].contains(&address))
     }
 
@@ -692,6 +782,8 @@ mod quarantine {
             while at < held.len {
                 if blocks.contains(&held.blocks[at].0) {
                     taken.push(held.blocks[at]);
+                    let address = held.blocks[at].0;
+                    held.index.remove(address);
                     let last = held.len - 1;
                     held.blocks.swap(at, last);
                     held.len = last;
@@ -767,6 +859,8 @@ mod quarantine {
         let blocks: Vec<(usize, usize, usize)> = HELD.with(|h| {
             let mut held = h.borrow_mut();
             let blocks = held.blocks[..held.len].to_vec();
+            held.index
+                .clear(blocks.iter().map(|&(address, _, _)| address));
             held.len = 0;
             held.overflow = false;
             held.double_free = false;
