@@ -65,7 +65,10 @@ crtc_verification::shuttle_gate_tests! {
     explorer: Shuttle,
     retries: || (0, 0),
     check_storm: no_retries,
-    mutants: [&Mutant::RWLOCK[..], &Mutant::TREE[..]].concat(),
+    // The tree's other mutant, `ChildrenSortedAfterPublish`, is a race on
+    // plain data, which only loom's tracked cells see (shuttle runs every
+    // access sequentially consistent and its cells are untracked).
+    mutants: [&Mutant::RWLOCK[..], &[Mutant::SweepFreesBeforeGrace]].concat(),
     catch: |mutant| match mutant {
         Mutant::SkipInternalCheck | Mutant::NoInvalidation => Property::SerialOutcome,
         Mutant::ClearBitBeforeCutoff => Property::ReadBounds,
