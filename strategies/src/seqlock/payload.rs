@@ -294,9 +294,10 @@ impl<'a, R: Reclaim> View<'a, R> {
         // Acquire: pairs with the Release store of an appended length, so the
         // pairs below it are visible.
         let len = payload.len.load(Ordering::Acquire) as usize;
-        // SAFETY: as above.
-        let (edge, index) =
-            unsafe { (deref::<R, _>(&payload.edge), deref::<R, _>(&payload.index)) };
+        // SAFETY: as above (the edge buffer is retired through the same pin).
+        let edge = unsafe { deref::<R, _>(&payload.edge) };
+        // SAFETY: as above (so is the position index).
+        let index = unsafe { deref::<R, _>(&payload.index) };
         let capacity = edge.map_or(0, EdgeBuf::capacity);
         Self {
             payload,
