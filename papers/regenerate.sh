@@ -51,9 +51,10 @@ step "crtc compare --paper (mimalloc)"
 step "crtc compare --sweep (upstream's trace expansion and windows: mooncake-sweep.md|json|svg)"
 # Upstream's published configuration (128 workers, hash space x20, length x4,
 # caches of upstream's default --num-gpu-blocks 16384), every window long
-# enough that one row runs for at least 2 s. Not yet run at this size on
-# this VM: its corpus size and run time are whatever the file's corpus line
-# reports. Skipped, like the paper's trace, when the trace is absent.
+# enough that one row runs for at least 2 s: windows from 24 s down to 2 s,
+# six rows each, about 6 minutes with the corpus build (its corpus line
+# reports its size and build time). Skipped, like the paper's trace, when
+# the trace is absent.
 trace=../shared/traces/mooncake_synthetic.jsonl
 if [ -f "$trace" ]; then
     ./target/release/crtc compare --paper "$scratch/results" --trace "$trace" \
@@ -79,13 +80,17 @@ python3 papers/code-size.py "$scratch/results/code-size.md"
 step "hardware cache counters per read and per append (papers/cache-counters.py)"
 python3 papers/cache-counters.py --out "$scratch/results"
 step "deep verification (.ci/deep.sh: verification.md)"
-# The knobs of the committed deep runs so far: proptest and soak at reduced
-# depth (2000 cases per gate, 120 s of soak per gate), shuttle and loom at
-# deep.sh's defaults. At c56b97e this took about 25 minutes on this VM
-# (the step times verification.md lists); deep.sh's own defaults take hours.
+# Knobs sized so the whole regeneration fits one working session on 2 cores:
+# proptest at 2000 cases per gate, 60 s of soak per gate, 4000 shuttle
+# schedules per scheduler and seed (8 times CI's, a quarter of deep.sh's
+# default: since c56b97e the scenarios run over the grace reclaimer with
+# sweeps, Cleared and remove_worker, so each schedule does more), loom at
+# preemption bound 3 (one above CI's) for every model and mutant, miri at
+# .ci/miri.sh's defaults. verification.md names the knobs and each step's
+# time; deep.sh's own defaults take hours.
 CRTC_VERIFICATION_OUT="$scratch/results/verification.md" \
-    CRTC_DIFF_CASES=2000 CRTC_SOAK_SECS=120 \
-    CRTC_SHUTTLE_ITERS=17000 CRTC_SHUTTLE_STORM_ITERS=17000 CRTC_LOOM_PREEMPTIONS=3 \
+    CRTC_DIFF_CASES=2000 CRTC_SOAK_SECS=60 \
+    CRTC_SHUTTLE_ITERS=4000 CRTC_SHUTTLE_STORM_ITERS=4000 CRTC_LOOM_PREEMPTIONS=3 \
     .ci/deep.sh proptest shuttle loom soak miri
 
 step "one revision, clean tree"
