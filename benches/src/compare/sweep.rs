@@ -12,12 +12,14 @@
 //! the row kept up. The windows of `--sweep` are `--sweep-steps` values
 //! evenly spaced in log scale from `--sweep-max-ms` down to `--sweep-min-ms`.
 
+use crate::compare::measurement::measure::CpuClock;
 use crate::compare::measurement::measure::{git_dirty, git_revision, percentile, Machine};
 use crate::compare::measurement::plan::Plan;
 use crate::compare::measurement::window::{self, Deadlines, WindowSetup};
 use crate::compare::options::trace_timeline;
 use crate::compare::output::plots::command_line;
 use crate::compare::output::provenance::Provenance;
+use crate::compare::output::sweep_pairs::{self, PairedSummary, PairedWindow};
 use crate::compare::registry::selected_configurations;
 use crate::compare::{features, validate, CompareError, CompareOptions, Configuration, Source};
 use crtc_strategies::sync::Arc;
@@ -56,6 +58,9 @@ pub struct SweepRow {
     pub offered_block_ops_per_s: f64,
     /// Block operations ÷ elapsed.
     pub achieved_block_ops_per_s: f64,
+    /// CPU time of the index's lane threads ÷ the corpus's events, ns
+    /// (none when the lane threads' clocks could not be read).
+    pub lane_cpu_ns_per_event: Option<f64>,
     /// find_matches service time percentiles, ns.
     pub find_matches_p50_ns: Option<u64>,
     /// p99.
@@ -112,6 +117,10 @@ pub struct SweepReport {
     pub corpus: Corpus,
     /// One row per window × strategy.
     pub rows: Vec<SweepRow>,
+    /// Every strategy's ratios to upstream's row of the same window.
+    pub paired: Vec<PairedWindow>,
+    /// Those ratios summarised over the windows, per strategy.
+    pub paired_summary: Vec<PairedSummary>,
 }
 
 /// The flags that shaped the corpus and the run.
@@ -187,6 +196,8 @@ fn measure(cell: &Cell<'_>, config: &Configuration, window_ms: u64) -> Result<Sw
     drop(backend);
     run.reads.sort_unstable();
     let ops = (cell.corpus.lookups + cell.corpus.events) as f64;
+    let lane_cpu_ns_per_event = (run.stats.cpu_clock != CpuClock::Process)
+        .then(|| run.stats.cpu_ns as f64 / cell.corpus.events.max(1) as f64);
     let blocks = cell.corpus.block_ops as f64;
     let (w, e) = (setup.window.as_secs_f64(), run.elapsed.as_secs_f64());
     Ok(SweepRow {
@@ -196,6 +207,7 @@ fn measure(cell: &Cell<'_>, config: &Configuration, window_ms: u64) -> Result<Sw
         achieved_ops_per_s: ops / e.max(f64::MIN_POSITIVE),
         offered_block_ops_per_s: blocks / w,
         achieved_block_ops_per_s: blocks / e.max(f64::MIN_POSITIVE),
+        lane_cpu_ns_per_event,
         find_matches_p50_ns: percentile(&run.reads, 50.0),
         find_matches_p99_ns: percentile(&run.reads, 99.0),
         find_matches_p999_ns: percentile(&run.reads, 99.9),
@@ -240,6 +252,8 @@ pub fn run_sweep(options: &CompareOptions) -> Result<SweepReport, CompareError> 
             rows.push(measure(&cell, &config, window_ms)?);
         }
     }
+    let paired = sweep_pairs::pair(&rows);
+    let paired_summary = sweep_pairs::summarise(&paired);
     Ok(SweepReport {
         argv: options.argv.clone(),
         machine: Machine::detect(),
@@ -250,6 +264,8 @@ pub fn run_sweep(options: &CompareOptions) -> Result<SweepReport, CompareError> 
         shape: shape_settings(options, config.workers, config.capacity_blocks),
         corpus,
         rows,
+        paired,
+        paired_summary,
     })
 }
 
@@ -314,19 +330,21 @@ impl SweepReport {
         let _ = writeln!(out, "\n{}\n", self.corpus_line());
         out.push_str(
             "| strategy | window ms | offered ops/s | achieved ops/s | offered block ops/s | \
-             achieved block ops/s | find_matches p50 µs | p99 µs | p99.9 µs | elapsed ÷ window | \
-             kept up |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
+             achieved block ops/s | lane CPU ns/event | find_matches p50 µs | p99 µs | p99.9 µs | \
+             elapsed ÷ window | kept up |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
         );
         for r in &self.rows {
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.2} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.2} | {} |",
                 r.strategy,
                 r.window_ms,
                 rate(r.offered_ops_per_s),
                 rate(r.achieved_ops_per_s),
                 rate(r.offered_block_ops_per_s),
                 rate(r.achieved_block_ops_per_s),
+                r.lane_cpu_ns_per_event
+                    .map_or_else(|| "-".to_owned(), |n| format!("{n:.0}")),
                 micros(r.find_matches_p50_ns),
                 micros(r.find_matches_p99_ns),
                 micros(r.find_matches_p999_ns),
@@ -336,8 +354,11 @@ impl SweepReport {
         }
         out.push_str(
             "\nkept up: last write issued within 1.01 × window and last completion (drain \
-             included) within 1.10 × window (upstream's gen-3 rule).\n",
+             included) within 1.10 × window (upstream's gen-3 rule). Lane CPU: the CPU time of \
+             the index's lane threads over the corpus's events (\"-\" where their clocks could \
+             not be read).\n",
         );
+        out.push_str(&sweep_pairs::render(&self.paired_summary));
         out
     }
 

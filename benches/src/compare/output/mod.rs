@@ -6,4 +6,5 @@ pub mod plots;
 pub mod provenance;
 pub mod repeat;
 pub mod report;
+pub mod sweep_pairs;
 pub mod sweep_plot;

@@ -132,9 +132,19 @@ fn paired_cell(ratio: Option<&RatioSummary>) -> String {
     })
 }
 
-/// Issue 13: lane CPU per event at most 0.8× upstream's for the RwLock and
-/// seqlock gates and 1.0× for the epoch gates, fast path on; judged on the
-/// median of the ratios paired within each repeat.
+/// Issue 13's bound on a gate's lane CPU per event as a multiple of
+/// upstream's: 0.8 for the RwLock and seqlock gates, 1.0 for the epoch
+/// gates, none for the other rows.
+pub fn lane_cpu_bound(strategy: &str) -> Option<f64> {
+    match strategy {
+        "rwlock" | "seqlock" => Some(0.8),
+        s if s.starts_with("epoch") => Some(1.0),
+        _ => None,
+    }
+}
+
+/// Issue 13: lane CPU per event at most [`lane_cpu_bound`] × upstream's, fast
+/// path on; judged on the median of the ratios paired within each repeat.
 fn lane_cpu_targets(out: &mut String, reports: &[(&str, &Report)]) {
     out.push_str(
         "\n## Lane CPU per event vs upstream 1.6.1 (rwlock, seqlock ≤ 0.8×; epoch gates ≤ 1.0×)\n\n",
@@ -143,11 +153,7 @@ fn lane_cpu_targets(out: &mut String, reports: &[(&str, &Report)]) {
     for (stem, report) in reports {
         let upstream = capacity_row(report, UPSTREAM_NAME).and_then(|r| r.cpu_ns_per_event);
         for row in gate_rows(report).filter(|r| r.fast_path == Some(true)) {
-            let bound = if row.strategy.starts_with("epoch") {
-                1.0
-            } else {
-                0.8
-            };
+            let bound = lane_cpu_bound(&row.strategy).unwrap_or(0.8);
             let ratio = row.cpu_ns_per_event.zip(upstream).map(|(a, b)| a / b);
             let pair = paired(
                 report,
