@@ -66,8 +66,9 @@ def cells(line):
     return [c.strip() for c in line.strip().strip("|").split("|")]
 
 
-def table_locations(heading, block, index):
-    """Adds each number of a markdown table (its lines) to `index`."""
+def table_locations(heading, ordinal, block, index):
+    """Adds each number of a markdown table (its lines; the `ordinal`-th
+    table under `heading`) to `index`."""
     header, align, rows = cells(block[0]), cells(block[1]), [cells(b) for b in block[2:]]
     eligible = [i for i, a in enumerate(align) if i < len(header) and not a.endswith(":")
                 and not any(i < len(r) and NUMBER.search(r[i]) for r in rows)]
@@ -91,24 +92,27 @@ def table_locations(heading, block, index):
             if i in eligible:
                 continue
             for k, m in enumerate(NUMBER.finditer(cell)):
-                where = ("cell", heading, tuple(header), key, seen[key], columns[i], k)
+                where = ("cell", heading, ordinal, key, seen[key], columns[i], k)
                 index[where].append(m.group(1))
 
 
 def markdown_locations(text):
-    """{location: [number written there]} of a results markdown file."""
+    """{location: [number written there]} of a results markdown file. A
+    table is known by its heading and its place under it (not its header
+    row, so that a column added to it moves no other column)."""
     index = collections.defaultdict(list)
-    heading, block = "", []
+    heading, block, ordinal = "", [], 0
     lines = text.split("\n") + [""]
     for line in lines:
         if line.lstrip().startswith("|"):
             block.append(line)
             continue
         if len(block) >= 2:
-            table_locations(heading, block, index)
+            table_locations(heading, ordinal, block, index)
+            ordinal += 1
         block = []
         if line.startswith("#"):
-            heading = line.strip("# ").strip()
+            heading, ordinal = line.strip("# ").strip(), 0
             continue
         template = NUMBER.sub("#", line)
         for k, m in enumerate(NUMBER.finditer(line)):

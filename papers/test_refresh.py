@@ -139,6 +139,12 @@ class LocatorTest(unittest.TestCase):
         keys = {w[3]: v for w, v in index.items() if w[0] == "cell" and w[5][0] == "bytes"}
         self.assertEqual(keys, {("agentx", "rwlock"): ["57.6"], ("agentx", "seqlock"): ["57.7"]})
 
+    def test_a_column_added_moves_no_other_column(self):
+        old = "## T\n\n| row | a |\n|---|---:|\n| x | 1.5 |\n"
+        new = "## T\n\n| row | b | a |\n|---|---:|---:|\n| x | 9.9 | 1.7 |\n"
+        where = [w for w, v in refresh.markdown_locations(old).items() if v == ["1.5"]]
+        self.assertEqual(refresh.markdown_locations(new)[where[0]], ["1.7"])
+
     def test_version_strings_are_not_numbers(self):
         self.assertEqual(refresh.NUMBER.findall("upstream-1.6.1 ran 0.35× (0.30–0.39, 15)"),
                          ["0.35", "0.30", "0.39", "15"])
