@@ -50,7 +50,7 @@ mechanical part: it finds each cited figure's cell (or line, or JSON key) in
 the version of FILE that recorded OLD, writes the value now at that place,
 bumps the tags whose figures were all found, and lists what a human must
 re-read (figures not found or found at places that now disagree, ranges
-whose column moved outside them, and every [derived: ...] paragraph). Its
+whose column now has rows outside them, every [derived: ...] paragraph). Its
 docstring has the rules; papers/test_refresh.py tests it.
 
 Generated pages. papers/README.md (the one-page decision) is written by

@@ -9,30 +9,39 @@ predates the results). This script does the mechanical part of re-reading:
 
 For each paragraph (check_figures.py's paragraphs, tags and figures: a table
 takes the tag above it) whose tag cites OLD, each figure is located in the
-version of FILE that recorded OLD in its header (found in FILE's git history),
-and the value at the same location of the current FILE replaces it. A
-location is a markdown table cell (the section heading above the table, the
-table's header row, the row's key, the column, the n-th number in the cell),
-a line outside tables (its heading and its text with the numbers blanked), or
-a leaf of FILE's JSON sibling (its key path; the figure's decimals). The new
-value is written as the new file writes it (thousands separators kept when
-the prose used them); a `×` or `%` after the figure is left in place.
+version of FILE that recorded OLD in its header (at OLD, or else the newest
+commit of FILE's history that did), and the value at the same location of the
+current FILE replaces it. A location is a markdown table cell (the section
+heading above the table and the table's place under it, the row's key: its
+first text cells, as many as make it unique, a blank cell repeating the one
+above; the column's header; the n-th number in the cell), a line outside
+tables (its heading and its text with the numbers blanked), or a leaf of
+FILE's JSON sibling (its key path, rounded to the figure's decimals; tried
+only when no markdown location writes the figure). The new value is written
+as the new file writes it (thousands separators kept when the prose used
+them); a `×` or `%` after the figure is left in place.
 
-When a figure sits at several locations of the old file, they are narrowed
-by the other end of a range the figure is part of (`13.8–16.5`: both ends
-from one column) and then by the words around the figure that name the
-location's row, column or heading; the figure is refreshed only when the
-locations left agree on one new value. A figure not found, or found at
-locations that disagree, is left as it is and listed. A tag is bumped to the
+When a figure is written at several places of the old file, they are
+narrowed, by rules that read only the prose's shape, never its words: the
+two ends of a range (`13.8–16.5`) and `X ns against upstream's Y` share a
+column; then the tables the paragraph's singly located figures sit in. The
+figure is refreshed only when the places left agree on one new value; a
+figure not found, or at places that now disagree (a tie in the old file that
+the new one breaks), is left as it is and listed. A range whose ends sit in
+one column is checked: a row of that column that lay within the old range
+and lies outside the refreshed one is listed (the prose's range may no longer
+hold, or never covered that row: a human decides). A tag is bumped to the
 revision the current FILE records only when every figure it covers was
-refreshed, so check_figures.py keeps failing on a paragraph that still has
-a figure to re-read. `[derived: FILE @ REV]` paragraphs are never edited:
-they are listed to re-compute by hand. Tags citing another revision than OLD
-are listed and left alone.
+refreshed and no range check failed, so check_figures.py keeps failing on a
+paragraph that still has a figure to re-read. `[derived: FILE @ REV]`
+paragraphs are never edited: they are listed to re-compute by hand. Tags
+citing another revision than OLD are listed and left alone.
 
-Without --write the planned substitutions and the unresolved figures are
-printed; with --write the files are edited. The last line counts figures
-refreshed, figures unresolved and derived paragraphs to redo. Exit status 0,
+Without --write the planned substitutions (old -> new, and where), tag bumps
+and everything left to a human are printed; with --write the files are
+edited too. Per prose file it prints how many figures were located and how
+many at a single place; the last line counts figures refreshed, figures
+unresolved, derived paragraphs to redo and ranges to re-check. Exit status 0,
 or 2 on bad arguments or an OLD that is not a commit.
 
 Checked by papers/test_refresh.py (a temporary git repository).
