@@ -43,6 +43,16 @@ hold, so nothing is silently taken as checked. A tag that fails (missing
 file, unknown or too old commit, a figure absent from the cited file) fails
 in any file. Exit 1 on a failure, 0 otherwise; run by .ci/run.
 
+After a regeneration. papers/regenerate.sh rewrites the results at a new
+revision, so every `[results: FILE @ OLD]` tag then fails here until its
+prose is re-read. `python3 papers/refresh.py --old-rev OLD --write` does the
+mechanical part: it finds each cited figure's cell (or line, or JSON key) in
+the version of FILE that recorded OLD, writes the value now at that place,
+bumps the tags whose figures were all found, and lists what a human must
+re-read (figures not found or found at places that now disagree, ranges
+whose column now has rows outside them, every [derived: ...] paragraph). Its
+docstring has the rules; papers/test_refresh.py tests it.
+
 Generated pages. papers/README.md (the one-page decision) is written by
 papers/decision.py from the results and carries no tags: it is checked by
 running `decision.py --check`, which fails when the page differs from what
@@ -88,9 +98,9 @@ def is_ancestor(older, newer):
     return git("merge-base", "--is-ancestor", older, newer).returncode == 0
 
 
-def paragraphs(path):
-    """(first line number, text) of each paragraph outside fenced code; for a
-    shell script, of each block of comment lines."""
+def paragraph_lines(path):
+    """(first line number, lines) of each paragraph outside fenced code; for a
+    shell script, of each block of comment lines (without their `#`)."""
     with open(path, encoding="utf-8") as f:
         lines = f.read().split("\n")
     script = path.endswith(".sh")
@@ -104,7 +114,7 @@ def paragraphs(path):
         starts_item = re.match(r"\s*([-*]|\d+\.)\s", line) is not None
         if fenced or not line.strip() or (starts_item and current):
             if current:
-                out.append((start, " ".join(current)))
+                out.append((start, current))
             current = [] if fenced or not line.strip() else [line]
             start = number
             continue
@@ -112,8 +122,13 @@ def paragraphs(path):
             start = number
         current.append(line)
     if current:
-        out.append((start, " ".join(current)))
+        out.append((start, current))
     return out
+
+
+def paragraphs(path):
+    """(first line number, text) of each paragraph of `paragraph_lines`."""
+    return [(start, " ".join(lines)) for start, lines in paragraph_lines(path)]
 
 
 def results_text(name):
@@ -135,10 +150,18 @@ def file_revision(name):
     return match.group(1) if match else None
 
 
+def figure_matches(text):
+    """The FIGURE matches of `text` outside tags, inline code and links'
+    targets (blanked to spaces, so the matches' offsets are `text`'s)."""
+    def blank(match):
+        return " " * len(match.group(0))
+    text = TAG.sub(blank, re.sub(r"`[^`]*`|\]\([^)]*\)", blank, text))
+    return list(FIGURE.finditer(text))
+
+
 def figures(text):
     """The figures of `text` outside tags, inline code and links' targets."""
-    text = TAG.sub(" ", re.sub(r"`[^`]*`|\]\([^)]*\)", " ", text))
-    return [m.group(1) for m in FIGURE.finditer(text)]
+    return [m.group(1) for m in figure_matches(text)]
 
 
 def spellings(figure):
@@ -202,13 +225,21 @@ def check_paragraph(path, start, text, tags, strict, tally, failures, sections=(
             tally["checked"] += 1
 
 
-def check_file(path, strict, tally, failures):
-    """Checks every paragraph of `path`, headings joined to the paragraph
-    after them and untagged tables or list items given the tags before."""
-    heading, previous_tags = "", []
+def section_numbers(path):
+    """The numbers of `path`'s sections ("3.7" of "### 3.7 ..."), which
+    cross-references name and which are not figures."""
     with open(path, encoding="utf-8") as f:
-        sections = set(re.findall(r"^#+\s*(\d+\.\d+)\s", f.read(), re.M))
-    for start, text in paragraphs(path):
+        return set(re.findall(r"^#+\s*(\d+\.\d+)\s", f.read(), re.M))
+
+
+def tagged_paragraphs(path):
+    """(first line number, own lines, text, tags, inherited) of each paragraph
+    of `path` but headings: `text` is the paragraph with the headings before
+    it, `tags` its own, or for an untagged table or list item the tags of the
+    paragraph just before (`inherited` then True)."""
+    heading, previous_tags = "", []
+    for start, lines in paragraph_lines(path):
+        text = " ".join(lines)
         if text.lstrip().startswith("#"):
             # A heading's section number ("### 5.4") is not a figure.
             heading += " " + re.sub(r"^\s*#+\s*[\d.]+\s", " ", text)
@@ -217,10 +248,18 @@ def check_file(path, strict, tally, failures):
         text, heading = heading + " " + text, ""
         # A tag in inline code is an example, not a citation.
         tags = list(TAG.finditer(re.sub(r"`[^`]*`", " ", text)))
-        if not tags and inherits:
+        inherited = not tags and inherits
+        if inherited:
             tags = previous_tags
-        check_paragraph(path, start, text, tags, strict, tally, failures, sections)
+        yield start, lines, text, tags, inherited
         previous_tags = tags
+
+
+def check_file(path, strict, tally, failures):
+    """Checks every paragraph of `path` (`tagged_paragraphs`)."""
+    sections = section_numbers(path)
+    for start, _, text, tags, _ in tagged_paragraphs(path):
+        check_paragraph(path, start, text, tags, strict, tally, failures, sections)
 
 
 def main():

@@ -113,3 +113,7 @@ python3 papers/same-revision.py papers/results "$revision"
 step "the decision page (papers/decision.py: papers/README.md)"
 python3 papers/decision.py
 git status --short papers/results papers/README.md
+# The prose's [results: FILE @ REV] tags now cite an older revision than the
+# results and fail papers/check_figures.py until the prose is re-read.
+echo "regenerate: now run python3 papers/refresh.py --old-rev <the revision the prose cites> --write;" \
+    "it refreshes the cited figures and lists the ones to re-read by hand"
