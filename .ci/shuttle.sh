@@ -63,7 +63,7 @@ for gate in rwlock seqlock epoch; do
         part+=" $count runs, $schedules schedules ($per_run)"
     fi
     freed=$(grep -oE "^shuttle $gate [a-z ()-]+: [0-9]+ schedules in .*; [0-9]+ blocks freed before the join" "$log" |
-        grep -oE "[0-9]+ blocks freed before the join" | awk '{s += $1} END {print s + 0}')
+        grep -oE "[0-9]+ blocks freed before the join" | awk '{s += $1} END {print s + 0}' || true)
     if [ "$freed" -gt 0 ]; then
         part+=", $freed blocks freed during runs"
     fi
