@@ -35,20 +35,19 @@
 //! per test thread, and the storms, which read the process-wide retry
 //! counters, each run alone in a child process (`models::alone`).
 //!
-//! `shuttle_mutants` runs the gate's writer-exclusion mutant, its retire
-//! before unlink and the tree's sweep that frees before the grace period
-//! against the scenarios in child processes (`CRTC_SHUTTLE_MUTANT_ITERS`,
-//! default 300); each must fail `no-free-while-held`. The other epoch
+//! `shuttle_mutants` runs the suite's lists in the mutant catalogue
+//! (`models::suites::SHUTTLE_SUITES`, "epoch"): the gate's writer-exclusion
+//! mutant, its retire before unlink and the tree's sweep that frees before
+//! the grace period, against the scenarios in child processes
+//! (`CRTC_SHUTTLE_MUTANT_ITERS`, default 300); each must fail `no-free-while-held`. The other epoch
 //! mutants are loom's (see the comment at the suite).
 
 #![cfg(all(crtc_shuttle, feature = "epoch"))]
 
 use crtc_strategies::epoch::READ_FALLBACKS;
-use crtc_strategies::mutants::Mutant;
 use crtc_strategies::EpochGate;
 use crtc_verification::models::grace::{GraceReclaim, QuarantineAlloc};
 use crtc_verification::models::scenarios::{RetryCounters, RetryStats};
-use crtc_verification::models::Property;
 
 #[global_allocator]
 static ALLOC: QuarantineAlloc = QuarantineAlloc;
@@ -77,7 +76,8 @@ fn bounded_fallbacks(stats: &RetryStats, _lock_step: bool) {
     );
 }
 
-// Negative controls, each caught as no-free-while-held: writer exclusion,
+// Negative controls (listed in `models::suites::SHUTTLE_SUITES`), each
+// caught as no-free-while-held: writer exclusion,
 // which shows under sequential consistency (two writers that both start from
 // one snapshot both retire it, which the checker state reports at the second
 // retire); a snapshot retired before the pointer to it is overwritten (a
@@ -96,10 +96,4 @@ crtc_verification::shuttle_gate_tests! {
         fallbacks: Some(|| READ_FALLBACKS.get()),
     },
     check_storm: bounded_fallbacks,
-    mutants: [
-        Mutant::EpochUnexcludedWriters,
-        Mutant::EpochRetireBeforeUnlink,
-        Mutant::SweepFreesBeforeGrace,
-    ],
-    catch: |_| Property::NoFreeWhileHeld,
 }

@@ -29,20 +29,20 @@
 //! per test thread, and the storms, which read the process-wide retry
 //! counters, each run alone in a child process (`models::alone`).
 //!
-//! Negative controls (`shuttle_mutants`): each RwLock mutant, and the tree's
-//! sweep that frees before the grace period (caught as `no-free-while-held`),
-//! runs against the scenarios in child processes of this binary (`CRTC_SHUTTLE_MUTANT_ITERS`
+//! Negative controls (`shuttle_mutants`): the suite's lists in the mutant
+//! catalogue (`models::suites::SHUTTLE_SUITES`, "rwlock": each RwLock
+//! mutant, and the tree's sweep that frees before the grace period, caught
+//! as `no-free-while-held`; each property from `shuttle_catch`) run against
+//! the scenarios in child processes of this binary (`CRTC_SHUTTLE_MUTANT_ITERS`
 //! schedules per scheduler and seed, default 300) until one fails; a mutant
 //! that survives every scenario fails the test. loom catches each of them
 //! too (`loom_rwlock.rs`). `CRTC_SHUTTLE_MUTANTS=0` skips it.
 
 #![cfg(crtc_shuttle)]
 
-use crtc_strategies::mutants::Mutant;
 use crtc_strategies::RwLockGate;
 use crtc_verification::models::grace::{GraceReclaim, QuarantineAlloc};
 use crtc_verification::models::scenarios::RetryCounters;
-use crtc_verification::models::Property;
 
 #[global_allocator]
 static ALLOC: QuarantineAlloc = QuarantineAlloc;
@@ -57,14 +57,4 @@ crtc_verification::shuttle_gate_tests! {
     name: "rwlock",
     explorer: Shuttle,
     retries: RetryCounters::NONE,
-    // The tree's other mutant, `ChildrenSortedAfterPublish`, is a race on
-    // plain data, which only loom's tracked cells see (shuttle runs every
-    // access sequentially consistent and its cells are untracked).
-    mutants: [&Mutant::RWLOCK[..], &[Mutant::SweepFreesBeforeGrace]].concat(),
-    catch: |mutant| match mutant {
-        Mutant::SkipInternalCheck | Mutant::NoInvalidation => Property::SerialOutcome,
-        Mutant::ClearBitBeforeCutoff => Property::ReadBounds,
-        Mutant::SweepFreesBeforeGrace => Property::NoFreeWhileHeld,
-        _ => Property::Accepted,
-    },
 }
