@@ -291,10 +291,16 @@ pub const LOOM_SUITES: [SuiteMutants; 6] = [
 
 /// The mutants the loom suite `suite` runs, in list order.
 pub fn loom_mutants(suite: &str) -> Vec<Mutant> {
-    LOOM_SUITES
+    suite_mutants("LOOM_SUITES", &LOOM_SUITES, suite)
+}
+
+/// The lists of suite `suite` in `suites` (the catalogue `table`),
+/// concatenated in order.
+fn suite_mutants(table: &str, suites: &[SuiteMutants], suite: &str) -> Vec<Mutant> {
+    suites
         .iter()
         .find(|s| s.suite == suite)
-        .unwrap_or_else(|| panic!("no loom suite {suite} in LOOM_SUITES"))
+        .unwrap_or_else(|| panic!("no suite {suite} in {table}"))
         .lists
         .concat()
 }
@@ -429,12 +435,7 @@ pub const SHUTTLE_SUITES: [SuiteMutants; 3] = [
 
 /// The mutants the shuttle suite `suite` runs, in list order.
 pub fn shuttle_mutants(suite: &str) -> Vec<Mutant> {
-    SHUTTLE_SUITES
-        .iter()
-        .find(|s| s.suite == suite)
-        .unwrap_or_else(|| panic!("no shuttle suite {suite} in SHUTTLE_SUITES"))
-        .lists
-        .concat()
+    suite_mutants("SHUTTLE_SUITES", &SHUTTLE_SUITES, suite)
 }
 
 /// What the shuttle scenarios can fail: a refused event, a read out of its
