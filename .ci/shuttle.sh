@@ -38,9 +38,19 @@ trap 'rm -f "$log"' EXIT
 start=$SECONDS
 run_suites "$log" shuttle_rwlock shuttle_seqlock shuttle_epoch
 
+# The figures of one storm's retry distribution line: restarts per read
+# (mean, max) and fallbacks, or "no restart path" / "no fallback path" where
+# the gate has none (it prints so: no counter stands in for an absent path).
+retry_figures() {
+    local restarts fallbacks
+    restarts=$(sed -nE 's/.*restarts\/read mean ([0-9.]+), max ([0-9]+) \(window bound\).*/mean \1 max \2 restarts\/read/p' <<<"$1")
+    fallbacks=$(grep -oE '[0-9]+ pessimistic fallbacks' <<<"$1" | sed 's/ pessimistic//' || true)
+    echo "${restarts:-no restart path}, ${fallbacks:-no fallback path}"
+}
+
 # One summary line: per gate, its scenario runs (schedules, seconds), the
 # blocks freed during them, its storms' retry distributions, and its negative
-# controls.
+# controls (a gate without retry paths: "storms: no retry path").
 parts=()
 for gate in rwlock seqlock epoch; do
     runs=$(grep -oE "^shuttle $gate [a-z (),-]+: [0-9]+ schedules in [0-9.]+ s" "$log" |
@@ -53,17 +63,20 @@ for gate in rwlock seqlock epoch; do
         part+=" $count runs, $schedules schedules ($per_run)"
     fi
     freed=$(grep -oE "^shuttle $gate [a-z ()-]+: [0-9]+ schedules in .*; [0-9]+ blocks freed before the join" "$log" |
-        grep -oE "[0-9]+ blocks freed before the join" | awk '{s += $1} END {print s + 0}')
+        grep -oE "[0-9]+ blocks freed before the join" | awk '{s += $1} END {print s + 0}' || true)
     if [ "$freed" -gt 0 ]; then
         part+=", $freed blocks freed during runs"
     fi
-    retries=$(grep -oE "^shuttle $gate retry distribution \(lock step\): .*" "$log" |
-        sed -E 's/.*: [0-9]+ reads in [0-9]+ schedules: restarts\/read mean ([0-9.]+), max ([0-9]+) \(window bound\), ([0-9]+) reads restarted, [0-9]+ restarts, ([0-9]+) pessimistic fallbacks.*/mean \1 max \2 restarts\/read, \4 fallbacks/' || true)
-    reads=$(grep -oE "^shuttle $gate retry distribution \(lock step\): [0-9]+ reads" "$log" | grep -oE '[0-9]+ reads' || true)
-    pure=$(grep -oE "^shuttle $gate retry distribution \(pure\): .*" "$log" |
-        sed -E 's/.*restarts\/read mean ([0-9.]+).* ([0-9]+) pessimistic fallbacks.*/mean \1, \2 fallbacks/' || true)
-    if [ "$gate" != rwlock ] && [ -n "$retries" ]; then
-        part+="; lock-step storm retries: $retries of $reads; pure storm: $pure"
+    lock_step=$(grep -E "^shuttle $gate retry distribution \(lock step\): " "$log" || true)
+    if [ -n "$lock_step" ]; then
+        retries=$(retry_figures "$lock_step")
+        if [ "$retries" = "no restart path, no fallback path" ]; then
+            part+="; storms: no retry path"
+        else
+            reads=$(grep -oE ': [0-9]+ reads' <<<"$lock_step" | grep -oE '[0-9]+ reads')
+            pure=$(retry_figures "$(grep -E "^shuttle $gate retry distribution \(pure\): " "$log" || true)")
+            part+="; lock-step storm retries: $retries of $reads; pure storm: $pure"
+        fi
     fi
     caught=$(grep -oE "shuttle mutants $gate: ([0-9]+ of [0-9]+ caught|skipped)" "$log" | tail -1 | sed -E "s/shuttle mutants $gate: //" || true)
     if [ -n "$caught" ]; then

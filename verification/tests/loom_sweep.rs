@@ -10,8 +10,8 @@
 //! sweep that never frees the flag) must leave the flag set
 //! (`sweep-not-lost`).
 //!
-//! `mutant_catalogue_is_complete` is the coverage test of every loom
-//! suite's negative controls (`models::suites::check_catalogue`): it runs
+//! `mutant_catalogue_is_complete` is the coverage test of every loom and
+//! shuttle suite's negative controls (`models::suites::check_catalogue`): it runs
 //! here because the mutants exist only in checker builds.
 
 #![cfg(crtc_loom)]

@@ -19,7 +19,9 @@
 //!   join;
 //! - **decode storm**: one writer lane decodes a chain on one hot leaf for
 //!   two ranks in lock step while two readers score the chain; every read
-//!   completes within its bounds, and the gate has no retries to count.
+//!   completes within its bounds. The gate has no retry path (its readers
+//!   take the node's read lock), so there is no counter to read and no retry
+//!   bound to check; its distribution line says so.
 //!
 //! Knobs: `CRTC_SHUTTLE_ITERS` schedules per (scheduler, seed) (default
 //! 500), `CRTC_SHUTTLE_STORM_ITERS` for the storm (default 1000),
@@ -27,20 +29,20 @@
 //! per test thread, and the storms, which read the process-wide retry
 //! counters, each run alone in a child process (`models::alone`).
 //!
-//! Negative controls (`shuttle_mutants`): each RwLock mutant, and the tree's
-//! sweep that frees before the grace period (caught as `no-free-while-held`),
-//! runs against the scenarios in child processes of this binary (`CRTC_SHUTTLE_MUTANT_ITERS`
+//! Negative controls (`shuttle_mutants`): the suite's lists in the mutant
+//! catalogue (`models::suites::SHUTTLE_SUITES`, "rwlock": each RwLock
+//! mutant, and the tree's sweep that frees before the grace period, caught
+//! as `no-free-while-held`; each property from `shuttle_catch`) run against
+//! the scenarios in child processes of this binary (`CRTC_SHUTTLE_MUTANT_ITERS`
 //! schedules per scheduler and seed, default 300) until one fails; a mutant
 //! that survives every scenario fails the test. loom catches each of them
 //! too (`loom_rwlock.rs`). `CRTC_SHUTTLE_MUTANTS=0` skips it.
 
 #![cfg(crtc_shuttle)]
 
-use crtc_strategies::mutants::Mutant;
 use crtc_strategies::RwLockGate;
 use crtc_verification::models::grace::{GraceReclaim, QuarantineAlloc};
-use crtc_verification::models::scenarios::RetryStats;
-use crtc_verification::models::Property;
+use crtc_verification::models::scenarios::RetryCounters;
 
 #[global_allocator]
 static ALLOC: QuarantineAlloc = QuarantineAlloc;
@@ -50,29 +52,9 @@ crtc_verification::shuttle_explorer!(Shuttle);
 /// The gate of every run, over the grace-period reclaimer.
 type G = RwLockGate<GraceReclaim>;
 
-/// The RwLock gate never retries.
-fn no_retries(stats: &RetryStats, _lock_step: bool) {
-    assert_eq!(
-        (stats.restarts, stats.fallbacks),
-        (0, 0),
-        "the RwLock gate never retries"
-    );
-}
-
 crtc_verification::shuttle_gate_tests! {
     gate: G,
     name: "rwlock",
     explorer: Shuttle,
-    retries: || (0, 0),
-    check_storm: no_retries,
-    // The tree's other mutant, `ChildrenSortedAfterPublish`, is a race on
-    // plain data, which only loom's tracked cells see (shuttle runs every
-    // access sequentially consistent and its cells are untracked).
-    mutants: [&Mutant::RWLOCK[..], &[Mutant::SweepFreesBeforeGrace]].concat(),
-    catch: |mutant| match mutant {
-        Mutant::SkipInternalCheck | Mutant::NoInvalidation => Property::SerialOutcome,
-        Mutant::ClearBitBeforeCutoff => Property::ReadBounds,
-        Mutant::SweepFreesBeforeGrace => Property::NoFreeWhileHeld,
-        _ => Property::Accepted,
-    },
+    retries: RetryCounters::NONE,
 }

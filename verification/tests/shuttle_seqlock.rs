@@ -29,22 +29,21 @@
 //! per test thread, and the storms, which read the process-wide retry
 //! counters, each run alone in a child process (`models::alone`).
 //!
-//! `shuttle_mutants` runs the gate's version-bump mutants (caught as
-//! `read-bounds`), its out-of-line array retired before it is unpublished
-//! and the tree's sweep that frees before the grace period (both caught as
-//! `no-free-while-held`) against the scenarios in child processes
+//! `shuttle_mutants` runs the suite's lists in the mutant catalogue
+//! (`models::suites::SHUTTLE_SUITES`, "seqlock"): the gate's version-bump
+//! mutants (caught as `read-bounds`), its out-of-line array retired before
+//! it is unpublished and the tree's sweep that frees before the grace period
+//! (both caught as `no-free-while-held`), against the scenarios in child processes
 //! (`CRTC_SHUTTLE_MUTANT_ITERS`, default 300); each must fail its named
 //! property. The ordering mutants are invisible to shuttle by design (every
 //! atomic is SeqCst) and are loom's.
 
 #![cfg(all(crtc_shuttle, feature = "seqlock"))]
 
-use crtc_strategies::mutants::Mutant;
 use crtc_strategies::seqlock::{OPTIMISTIC_RESTARTS, PESSIMISTIC_FALLBACKS};
 use crtc_strategies::SeqlockGate;
 use crtc_verification::models::grace::{GraceReclaim, QuarantineAlloc};
-use crtc_verification::models::scenarios::RetryStats;
-use crtc_verification::models::Property;
+use crtc_verification::models::scenarios::{RetryCounters, RetryStats};
 
 #[global_allocator]
 static ALLOC: QuarantineAlloc = QuarantineAlloc;
@@ -67,21 +66,27 @@ const MAX_FALLBACK_PERCENT: u64 = 20;
 /// A pure storm never makes a reader retry; in the lock-step storm the
 /// pessimistic fallbacks stay under [`MAX_FALLBACK_PERCENT`] of the reads.
 fn bounded_retries(stats: &RetryStats, lock_step: bool) {
+    let counted = "the seqlock gate counts its restarts and fallbacks";
+    let (restarts, fallbacks) = (
+        stats.restarts.expect(counted),
+        stats.fallbacks.expect(counted),
+    );
     if lock_step {
         assert!(
-            stats.fallbacks * 100 <= MAX_FALLBACK_PERCENT * stats.reads,
+            fallbacks * 100 <= MAX_FALLBACK_PERCENT * stats.reads,
             "pessimistic fallbacks above {MAX_FALLBACK_PERCENT}% of the reads: {stats}"
         );
     } else {
         assert_eq!(
-            (stats.restarts, stats.fallbacks),
+            (restarts, fallbacks),
             (0, 0),
             "a pure decode storm made readers retry: {stats}"
         );
     }
 }
 
-// Negative controls: the version-bump mutants, which show under sequential
+// Negative controls (listed in `models::suites::SHUTTLE_SUITES`): the
+// version-bump mutants, which show under sequential
 // consistency, and the two that free memory a pinned reader may hold (an
 // array retired before it is unpublished, a sweep's child map freed at once),
 // which the grace reclaimer reports. The fence and publication-order mutants
@@ -92,18 +97,9 @@ crtc_verification::shuttle_gate_tests! {
     gate: G,
     name: "seqlock",
     explorer: Shuttle,
-    retries: || (OPTIMISTIC_RESTARTS.get(), PESSIMISTIC_FALLBACKS.get()),
-    check_storm: bounded_retries,
-    mutants: [
-        Mutant::DemotingAppendWithoutBump,
-        Mutant::SplitWithoutBump,
-        Mutant::SeqlockRetireBeforeUnpublish,
-        Mutant::SweepFreesBeforeGrace,
-    ],
-    catch: |mutant| match mutant {
-        Mutant::SeqlockRetireBeforeUnpublish | Mutant::SweepFreesBeforeGrace => {
-            Property::NoFreeWhileHeld
-        }
-        _ => Property::ReadBounds,
+    retries: RetryCounters {
+        restarts: Some(|| OPTIMISTIC_RESTARTS.get()),
+        fallbacks: Some(|| PESSIMISTIC_FALLBACKS.get()),
     },
+    check_storm: bounded_retries,
 }

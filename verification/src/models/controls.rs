@@ -273,9 +273,9 @@ impl Suite {
             let why = verdict.panic.unwrap_or_default();
             if let ChildOutcome::Failed(Some(p)) = verdict.outcome {
                 assert!(
-                    self.checker != "loom" || super::suites::loom_can_emit(model, p),
-                    "{model} failed {} under {label}, which `loom_emits` says it cannot: \
-                     fix its row in models/suites.rs",
+                    super::suites::can_emit(self.checker, model, p),
+                    "{model} failed {} under {label}, which the catalogue (`loom_emits`, \
+                     `SHUTTLE_EMITS`) says it cannot: fix it in models/suites.rs",
                     p.id()
                 );
             }

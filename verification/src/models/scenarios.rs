@@ -66,8 +66,8 @@
 
 use super::{
     apply_op, grace, membership, model_config, observe, query, rank, reference_membership,
-    run_once, sequence, store, Explorer, Membership, NamedModel, Observation, QueryScores,
-    ReadBounds, Scenario, Suite,
+    run_once, sequence, store, Catch, Explorer, Membership, Mutant, NamedModel, Observation,
+    QueryScores, ReadBounds, Scenario, Suite,
 };
 use crate::property::Property;
 use crate::reference::Reference;
@@ -711,6 +711,16 @@ pub fn report<G: ShapeGate>(
         explored.freed_before_join
     );
     explored
+}
+
+/// What must catch `mutant` in the scenarios: the property
+/// [`shuttle_catch`](super::suites::shuttle_catch) names for it, failed by
+/// any case.
+pub fn case_catch(mutant: Mutant) -> Catch {
+    let property = super::suites::shuttle_catch(mutant).unwrap_or_else(|| {
+        panic!("{mutant:?} is not a shuttle negative control (suites::shuttle_catch)")
+    });
+    Catch::new(property, &CASES)
 }
 
 /// The cases as a [`Suite`] for gate `G` (fast path on), each explored

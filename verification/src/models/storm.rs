@@ -5,7 +5,9 @@
 //! reader threads score the whole chain over and over. Every read must stay
 //! within its bounds and complete, and the final scores must equal the
 //! reference's; the gate's retry counters (process-wide, read before and
-//! after each read and each schedule) give the retry distribution. Every
+//! after each read and each schedule) give the retry distribution, for the
+//! paths the gate has (a counter a gate lacks is absent, not a constant, so
+//! no check reads a figure that cannot move). Every
 //! schedule runs between the grace reclaimer's execution bounds
 //! ([`grace`]), as the scenarios do.
 
@@ -18,9 +20,42 @@ use crtc_strategies::sync::{thread, Arc};
 use crtc_strategies::ShapeGate;
 use std::cell::RefCell;
 
-/// Reads a gate's process-wide retry counters: `(optimistic restarts,
-/// pessimistic fallbacks)`. Gates without optimistic readers report zeros.
-pub type RetryCounters = fn() -> (u64, u64);
+/// A gate's process-wide retry counters, one per retry path it has: `None`
+/// where the gate has no such path (the RwLock gate's readers lock, so it
+/// has neither; the epoch gate's readers never restart, they re-read under
+/// the node's mutex).
+#[derive(Clone, Copy, Debug)]
+pub struct RetryCounters {
+    /// Optimistic restarts.
+    pub restarts: Option<fn() -> u64>,
+    /// Pessimistic fallbacks (reads re-run under a lock).
+    pub fallbacks: Option<fn() -> u64>,
+}
+
+/// One reading of a gate's [`RetryCounters`]: (restarts, fallbacks).
+type Reading = (Option<u64>, Option<u64>);
+
+impl RetryCounters {
+    /// A gate without retry paths.
+    pub const NONE: Self = Self {
+        restarts: None,
+        fallbacks: None,
+    };
+
+    /// Reads the counters the gate has.
+    fn read(self) -> Reading {
+        (
+            self.restarts.map(|get| get()),
+            self.fallbacks.map(|get| get()),
+        )
+    }
+}
+
+/// The counts between two readings, per counter the gate has.
+fn since(before: Reading, after: Reading) -> Reading {
+    let delta = |b: Option<u64>, a: Option<u64>| Some(a? - b?);
+    (delta(before.0, after.0), delta(before.1, after.1))
+}
 
 /// The decode storm on one hot leaf, after a three-block prompt that rank 1
 /// stores whole: two readers score the whole chain `reads` times each while
@@ -43,7 +78,8 @@ pub struct Storm {
     pub lock_step: bool,
 }
 
-/// Retry statistics accumulated over a storm's schedules.
+/// Retry statistics accumulated over a storm's schedules; the restart and
+/// fallback figures are `None` for a gate without that path.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RetryStats {
     /// Schedules run.
@@ -51,9 +87,9 @@ pub struct RetryStats {
     /// Reads completed.
     pub reads: u64,
     /// Optimistic restarts (exact: counted per schedule).
-    pub restarts: u64,
+    pub restarts: Option<u64>,
     /// Pessimistic fallbacks (exact: counted per schedule).
-    pub fallbacks: u64,
+    pub fallbacks: Option<u64>,
     /// Most restarts within one read's window (an upper bound on one read's
     /// own restarts: the window may include the other reader's).
     pub max_per_read: u64,
@@ -64,27 +100,38 @@ pub struct RetryStats {
 }
 
 impl RetryStats {
-    /// Restarts per read.
-    pub fn mean(&self) -> f64 {
-        self.restarts as f64 / self.reads.max(1) as f64
+    /// Empty statistics for a gate with `counters`.
+    fn new(counters: RetryCounters) -> Self {
+        Self {
+            restarts: counters.restarts.map(|_| 0),
+            fallbacks: counters.fallbacks.map(|_| 0),
+            ..Self::default()
+        }
     }
 }
 
 impl std::fmt::Display for RetryStats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} reads in {} schedules: restarts/read mean {:.3}, max {} (window bound), \
-             {} reads restarted, {} restarts, {} pessimistic fallbacks (max {} per schedule)",
-            self.reads,
-            self.schedules,
-            self.mean(),
-            self.max_per_read,
-            self.reads_restarted,
-            self.restarts,
-            self.fallbacks,
-            self.max_fallbacks_per_schedule
-        )
+        write!(f, "{} reads in {} schedules: ", self.reads, self.schedules)?;
+        match self.restarts {
+            Some(restarts) => write!(
+                f,
+                "restarts/read mean {:.3}, max {} (window bound), {} reads restarted, \
+                 {restarts} restarts, ",
+                restarts as f64 / self.reads.max(1) as f64,
+                self.max_per_read,
+                self.reads_restarted,
+            )?,
+            None => write!(f, "no restart path, ")?,
+        }
+        match self.fallbacks {
+            Some(fallbacks) => write!(
+                f,
+                "{fallbacks} pessimistic fallbacks (max {} per schedule)",
+                self.max_fallbacks_per_schedule
+            ),
+            None => write!(f, "no fallback path"),
+        }
     }
 }
 
@@ -147,7 +194,7 @@ impl Storm {
         let scenario = self.scenario();
         let bounds = scenario.read_bounds();
         let expected = expected_scores(&scenario);
-        STORM_STATS.with(|s| *s.borrow_mut() = RetryStats::default());
+        STORM_STATS.with(|s| *s.borrow_mut() = RetryStats::new(counters));
         let reads = self.reads;
         explorer.explore(Box::new(move || {
             storm_schedule::<G>(&scenario, &bounds, &expected, reads, counters)
@@ -166,7 +213,7 @@ fn storm_schedule<G: ShapeGate>(
     grace::begin_execution();
     let (tree, mut lanes) = scenario.prepare::<G>(model_config(true));
     let tree = Arc::new(tree);
-    let (restarts0, fallbacks0) = counters();
+    let start = counters.read();
     let writer = {
         let tree = Arc::clone(&tree);
         let mut lane = lanes.remove(0);
@@ -189,10 +236,9 @@ fn storm_schedule<G: ShapeGate>(
                 let mut violations = Vec::new();
                 let mut windows = Vec::new();
                 for _ in 0..reads {
-                    let (r0, f0) = counters();
+                    let before = counters.read();
                     let scores = tree.find_matches(&q, false);
-                    let (r1, f1) = counters();
-                    windows.push((r1 - r0, f1 - f0));
+                    windows.push(since(before, counters.read()).0);
                     violations.extend(bounds.check(&q, &scores).err());
                 }
                 (violations, windows)
@@ -204,7 +250,7 @@ fn storm_schedule<G: ShapeGate>(
         .into_iter()
         .map(|h| h.join().expect("a reader panicked"))
         .collect();
-    let (restarts1, fallbacks1) = counters();
+    let (restarts, fallbacks) = since(start, counters.read());
     let observed = observe(&*tree, &scenario.queries);
     drop(lane);
     drop(lanes);
@@ -235,10 +281,14 @@ fn storm_schedule<G: ShapeGate>(
         let mut s = s.borrow_mut();
         s.schedules += 1;
         s.reads += done as u64;
-        s.restarts += restarts1 - restarts0;
-        s.fallbacks += fallbacks1 - fallbacks0;
-        s.max_fallbacks_per_schedule = s.max_fallbacks_per_schedule.max(fallbacks1 - fallbacks0);
-        for &(restarts, _) in results.iter().flat_map(|(_, w)| w) {
+        if let (Some(total), Some(restarts)) = (s.restarts.as_mut(), restarts) {
+            *total += restarts;
+        }
+        if let (Some(total), Some(fallbacks)) = (s.fallbacks.as_mut(), fallbacks) {
+            *total += fallbacks;
+            s.max_fallbacks_per_schedule = s.max_fallbacks_per_schedule.max(fallbacks);
+        }
+        for &restarts in results.iter().flat_map(|(_, w)| w).flatten() {
             s.max_per_read = s.max_per_read.max(restarts);
             s.reads_restarted += u64::from(restarts > 0);
         }

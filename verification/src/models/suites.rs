@@ -12,11 +12,13 @@
 //!   The pure-append test also checks that a pure append never makes a
 //!   reader retry (the gate's retry counters, where it has any, do not
 //!   move).
-//! - [`check_catalogue`]: the coverage test of those lists and catchers.
 //! - [`shuttle_gate_tests!`](crate::shuttle_gate_tests) expands to the
 //!   whole-tree scenarios (fast path on and off), the two decode storms with
 //!   their retry distributions, the case-stream check and the negative
-//!   controls.
+//!   controls (the suite's lists in [`SHUTTLE_SUITES`], caught as
+//!   [`shuttle_catch`] says, by any scenario).
+//! - [`check_catalogue`]: the coverage test of both checkers' lists and
+//!   catchers.
 //!
 //! Both run their models through `$suite()` (loom) or the checker type
 //! built by [`loom_explorer!`](crate::loom_explorer) /
@@ -111,12 +113,13 @@ macro_rules! loom_gate_tests {
 
 /// The shuttle tests of one gate; see the module docs. Arguments: `gate`
 /// (type) and `name` (in reports); `explorer` the binary's shuttle explorer
-/// type; `retries` returns the gate's process-wide (restarts, fallbacks);
-/// `check_storm(&stats, lock_step)` asserts the storm's retry bounds;
-/// `mutants` the gate's mutants that shuttle can see (it runs every atomic
-/// as SeqCst, so ordering mutants are loom's alone) and `catch` the property
-/// that must fail for each; every scenario is tried, and a survivor fails
-/// the test.
+/// type; `retries` the gate's process-wide retry counters
+/// ([`RetryCounters`](crate::models::scenarios::RetryCounters), a counter
+/// absent where the gate has no such path); `check_storm(&stats,
+/// lock_step)`, for a gate with retry paths, asserts the storm's retry bounds.
+/// The negative controls are the gate's lists in [`SHUTTLE_SUITES`] (by
+/// `name`), each caught as [`shuttle_catch`] says; every scenario is tried,
+/// and a survivor fails the test.
 #[macro_export]
 macro_rules! shuttle_gate_tests {
     (
@@ -124,9 +127,7 @@ macro_rules! shuttle_gate_tests {
         name: $name:literal,
         explorer: $Shuttle:ident,
         retries: $retries:expr,
-        check_storm: $check:expr,
-        mutants: $mutants:expr,
-        catch: $catch:expr $(,)?
+        $(check_storm: $check:expr,)?
     ) => {
         /// The gate's name in reports.
         const GATE: &str = $name;
@@ -194,7 +195,7 @@ macro_rules! shuttle_gate_tests {
                 lock_step,
             };
             let start = ::std::time::Instant::now();
-            let retries: fn() -> (u64, u64) = $retries;
+            let retries: $crate::models::scenarios::RetryCounters = $retries;
             let stats = storm.explore::<$G>(&explorer, retries);
             println!(
                 "shuttle {GATE} {}: {} schedules in {:.1} s ({})",
@@ -207,8 +208,10 @@ macro_rules! shuttle_gate_tests {
                 "shuttle {GATE} retry distribution ({}): {stats}",
                 if lock_step { "lock step" } else { "pure" }
             );
-            let check: fn(&$crate::models::scenarios::RetryStats, bool) = $check;
-            check(&stats, lock_step);
+            $(
+                let check: fn(&$crate::models::scenarios::RetryStats, bool) = $check;
+                check(&stats, lock_step);
+            )?
         }
 
         /// The storms read the process-wide retry counters, so each runs
@@ -242,10 +245,8 @@ macro_rules! shuttle_gate_tests {
                 Box::new($Shuttle($crate::models::ShuttlePlan::with_iters(iters)))
                     as Box<dyn $crate::models::Explorer>
             });
-            let catch: fn($crate::models::Mutant) -> $crate::models::Property = $catch;
-            suite.mutants(MUTANT_TEST, &$mutants, |mutant| {
-                $crate::models::Catch::new(catch(mutant), &$crate::models::scenarios::CASES)
-            });
+            let mutants = $crate::models::suites::shuttle_mutants(GATE);
+            suite.mutants(MUTANT_TEST, &mutants, $crate::models::scenarios::case_catch);
         }
     };
 }
@@ -290,10 +291,16 @@ pub const LOOM_SUITES: [SuiteMutants; 6] = [
 
 /// The mutants the loom suite `suite` runs, in list order.
 pub fn loom_mutants(suite: &str) -> Vec<Mutant> {
-    LOOM_SUITES
+    suite_mutants("LOOM_SUITES", &LOOM_SUITES, suite)
+}
+
+/// The lists of suite `suite` in `suites` (the catalogue `table`),
+/// concatenated in order.
+fn suite_mutants(table: &str, suites: &[SuiteMutants], suite: &str) -> Vec<Mutant> {
+    suites
         .iter()
         .find(|s| s.suite == suite)
-        .unwrap_or_else(|| panic!("no loom suite {suite} in LOOM_SUITES"))
+        .unwrap_or_else(|| panic!("no suite {suite} in {table}"))
         .lists
         .concat()
 }
@@ -393,11 +400,122 @@ pub fn loom_can_emit(model: &str, property: Property) -> bool {
     LOOM_ANY.contains(&property) || loom_emits(model).is_some_and(|p| p.contains(&property))
 }
 
+/// Every shuttle suite's mutant lists (by the gate's `name` in
+/// [`shuttle_gate_tests!`](crate::shuttle_gate_tests)): the mutants shuttle
+/// can see, each run against every scenario. Shuttle runs every atomic as
+/// SeqCst and its cells are untracked, so the ordering and plain-data
+/// mutants are loom's alone ([`shuttle_catch`] says which).
+pub const SHUTTLE_SUITES: [SuiteMutants; 3] = [
+    SuiteMutants {
+        suite: "rwlock",
+        lists: &[&Mutant::RWLOCK, &[Mutant::SweepFreesBeforeGrace]],
+    },
+    SuiteMutants {
+        suite: "seqlock",
+        lists: &[
+            &[
+                Mutant::DemotingAppendWithoutBump,
+                Mutant::SplitWithoutBump,
+                Mutant::SeqlockRetireBeforeUnpublish,
+            ],
+            &[Mutant::SweepFreesBeforeGrace],
+        ],
+    },
+    SuiteMutants {
+        suite: "epoch",
+        lists: &[
+            &[
+                Mutant::EpochUnexcludedWriters,
+                Mutant::EpochRetireBeforeUnlink,
+            ],
+            &[Mutant::SweepFreesBeforeGrace],
+        ],
+    },
+];
+
+/// The mutants the shuttle suite `suite` runs, in list order.
+pub fn shuttle_mutants(suite: &str) -> Vec<Mutant> {
+    suite_mutants("SHUTTLE_SUITES", &SHUTTLE_SUITES, suite)
+}
+
+/// What the shuttle scenarios can fail: a refused event, a read out of its
+/// bounds, a final state no serial order gives (scores, membership, the
+/// structural walk), and a free the grace reclaimer's quarantine reports.
+pub const SHUTTLE_EMITS: [Property; 4] = [
+    Property::Accepted,
+    Property::ReadBounds,
+    Property::SerialOutcome,
+    Property::NoFreeWhileHeld,
+];
+
+/// The property whose failure in a shuttle scenario catches `mutant`, or
+/// `None` for a mutant shuttle cannot see. The match is exhaustive, so a new
+/// `Mutant` variant does not compile until it is catalogued here too.
+pub fn shuttle_catch(mutant: Mutant) -> Option<Property> {
+    use Property::*;
+    Some(match mutant {
+        Mutant::None => panic!("Mutant::None is the correct code, not a negative control"),
+        // Under sequential consistency these still leave a final state no
+        // serial order gives, a read out of its bounds or a refused event.
+        Mutant::SkipInternalCheck | Mutant::NoInvalidation => SerialOutcome,
+        Mutant::ClearBitBeforeCutoff
+        | Mutant::DemotingAppendWithoutBump
+        | Mutant::SplitWithoutBump => ReadBounds,
+        Mutant::TailCheckOutsideSection => Accepted,
+        // Frees while a thread may hold the block, which the grace
+        // reclaimer's quarantine reports (two writers retiring one snapshot,
+        // for the unexcluded writers).
+        Mutant::SeqlockRetireBeforeUnpublish
+        | Mutant::EpochRetireBeforeUnlink
+        | Mutant::EpochUnexcludedWriters
+        | Mutant::SweepFreesBeforeGrace => NoFreeWhileHeld,
+        // Fences, publication orders and plain-data races: shuttle runs
+        // every atomic SeqCst and does not track cells.
+        Mutant::NoReaderAcquireFence
+        | Mutant::NoWriterReleaseFence
+        | Mutant::LenBeforePairs
+        | Mutant::SeqlockRelaxedLengthPublish
+        | Mutant::EpochRelaxedPublish
+        | Mutant::EpochLenBeforePairs
+        | Mutant::EpochRelaxedCoverPublish
+        | Mutant::EpochRelaxedDemotePublish
+        | Mutant::EpochRelaxedLengthPublish
+        | Mutant::ChildrenSortedAfterPublish => return None,
+        // Properties the scenarios do not check (fast-path counts, the
+        // two-appender outcome).
+        Mutant::TailCheckAgainstHead | Mutant::AppendTrustsLookup => return None,
+        // Windows loom's small models build on purpose; whether shuttle's
+        // scenarios reach them was not tried, so they are loom's alone.
+        Mutant::SeqlockAppendWithoutPlanBump
+        | Mutant::EpochUnvalidatedLiveLength
+        | Mutant::EpochAppendWithoutPlanBump
+        | Mutant::EpochReadsReplacedSnapshotLength => return None,
+        // Components with loom models of their own (the sweep trigger, the
+        // cached rank slots, rank removal).
+        Mutant::RacySweepClaim
+        | Mutant::SweepFinishKeepsFlag
+        | Mutant::SlotCacheIgnoresUnmaps
+        | Mutant::SlotStampAfterLookup
+        | Mutant::SlotRecycledBeforeGrace => return None,
+    })
+}
+
+/// Whether `checker`'s model `model` can fail `property` (shuttle's
+/// scenarios all fail the same [`SHUTTLE_EMITS`]).
+pub fn can_emit(checker: &str, model: &str, property: Property) -> bool {
+    match checker {
+        "loom" => loom_can_emit(model, property),
+        _ => SHUTTLE_EMITS.contains(&property),
+    }
+}
+
 /// The coverage test of the negative controls: every `Mutant` variant
 /// declared in `strategies/src/mutants.rs` is in `Mutant::ALL` and in a
-/// loom suite's list, no list names a mutant twice, and every catcher
+/// loom suite's list, no suite names a mutant twice, every catcher
 /// [`loom_catch`] names is a loom model that can fail the property it is
-/// listed for. Panics with every problem found.
+/// listed for, and shuttle's lists hold exactly the mutants [`shuttle_catch`]
+/// gives a property its scenarios can fail ([`SHUTTLE_EMITS`]). Panics with
+/// every problem found.
 pub fn check_catalogue() {
     let mut problems = Vec::new();
     let declared = declared_mutants();
@@ -427,18 +545,63 @@ pub fn check_catalogue() {
         }
     }
     for suite in LOOM_SUITES {
-        let mutants = loom_mutants(suite.suite);
-        for (i, m) in mutants.iter().enumerate() {
-            if mutants[..i].contains(m) {
-                problems.push(format!("{m:?} is listed twice in {}", suite.suite));
+        problems.extend(listed_twice(
+            "loom",
+            suite.suite,
+            &loom_mutants(suite.suite),
+        ));
+    }
+    let shuttle = shuttle_problems(&mut problems);
+    assert!(problems.is_empty(), "mutant catalogue: {problems:#?}");
+    println!(
+        "mutant catalogue: {} declared mutants, each in a loom suite's list, every catcher able to fail its property; \
+         shuttle: {shuttle} mutants in its suites' lists, each caught by a property its scenarios can fail",
+        declared.len() - 1
+    );
+}
+
+/// The problems of shuttle's lists (see [`check_catalogue`]), pushed onto
+/// `problems`; returns how many distinct mutants the lists hold.
+fn shuttle_problems(problems: &mut Vec<String>) -> usize {
+    let mut listed = Vec::new();
+    for suite in SHUTTLE_SUITES {
+        let mutants = shuttle_mutants(suite.suite);
+        problems.extend(listed_twice("shuttle", suite.suite, &mutants));
+        for &mutant in &mutants {
+            match shuttle_catch(mutant) {
+                None => problems.push(format!(
+                    "{mutant:?} is in shuttle suite {}'s list, but shuttle_catch says shuttle cannot see it",
+                    suite.suite
+                )),
+                Some(p) if !SHUTTLE_EMITS.contains(&p) => problems.push(format!(
+                    "{mutant:?}: shuttle's scenarios cannot fail {}",
+                    p.id()
+                )),
+                Some(_) => {}
+            }
+            if !listed.contains(&mutant) {
+                listed.push(mutant);
             }
         }
     }
-    assert!(problems.is_empty(), "mutant catalogue: {problems:#?}");
-    println!(
-        "mutant catalogue: {} declared mutants, each in a loom suite's list, every catcher able to fail its property",
-        declared.len() - 1
-    );
+    for mutant in Mutant::ALL {
+        if shuttle_catch(mutant).is_some() && !listed.contains(&mutant) {
+            problems.push(format!(
+                "{mutant:?} has a shuttle property but is in no shuttle suite's list"
+            ));
+        }
+    }
+    listed.len()
+}
+
+/// A problem for each mutant `checker`'s suite `suite` lists more than once.
+fn listed_twice(checker: &str, suite: &str, mutants: &[Mutant]) -> Vec<String> {
+    mutants
+        .iter()
+        .enumerate()
+        .filter(|(i, m)| mutants[..*i].contains(m))
+        .map(|(_, m)| format!("{m:?} is listed twice in {checker} suite {suite}"))
+        .collect()
 }
 
 /// The variant names of `enum Mutant` as declared in its source (`Name =
