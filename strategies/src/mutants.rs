@@ -16,9 +16,11 @@
 //! [`Mutant::SEQLOCK`], [`Mutant::EPOCH`]), the tree's ([`Mutant::TREE`],
 //! run under every gate), the sweep trigger's ([`Mutant::SWEEP`]), the
 //! rank slots' ([`Mutant::SLOTS`]) and rank removal's ([`Mutant::RANKS`],
-//! `loom_ranks`) are what the suites run; the loom suites' catalogue
-//! (`crtc_verification::models::suites`) names the lists each suite runs,
-//! and its coverage test fails when a mutant is in none of them.
+//! `loom_ranks`) are what the suites run; the catalogue
+//! (`crtc_verification::models::suites`) names the lists each loom and
+//! shuttle suite runs and the property each mutant must fail, and its
+//! coverage test fails when a mutant is in no loom list, or when a listed
+//! catcher (loom or shuttle) cannot fail the property it is listed for.
 
 use crate::checker_state;
 use crate::gate::{append_eligibility, AppendMiss};
