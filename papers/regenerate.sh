@@ -50,16 +50,18 @@ step "crtc compare --paper (mimalloc)"
 ./target/release/crtc compare --paper "$scratch/results" --scale 4 --repeat 15
 step "crtc compare --sweep (upstream's trace expansion and windows: mooncake-sweep.md|json|svg)"
 # Upstream's published configuration (128 workers, hash space x20, length x4,
-# caches of upstream's default --num-gpu-blocks 16384), every window long
-# enough that one row runs for at least 2 s: windows from 24 s down to 2 s,
-# six rows each, about 6 minutes with the corpus build (its corpus line
-# reports its size and build time). Skipped, like the paper's trace, when
-# the trace is absent.
+# caches of upstream's default --num-gpu-blocks 16384), six windows from
+# 24 s down to 1 s, six rows each: every row runs for at least 2 s (a row
+# that falls behind runs for the corpus at its own capacity, about 4 s or
+# more on 2 cores), and the short windows outrun both a gate and upstream,
+# the windows whose paired ratios judge capacity. About 7 minutes with the
+# corpus build (its corpus line reports its size and build time). Skipped,
+# like the paper's trace, when the trace is absent.
 trace=../shared/traces/mooncake_synthetic.jsonl
 if [ -f "$trace" ]; then
     ./target/release/crtc compare --paper "$scratch/results" --trace "$trace" \
         -n 128 --trace-duplication-factor 20 --trace-length-factor 4 --capacity 16384 \
-        --sweep --sweep-min-ms 2000 --sweep-max-ms 24000 --sweep-steps 4
+        --sweep --sweep-min-ms 1000 --sweep-max-ms 24000 --sweep-steps 6
 fi
 step "crtc compare --paper (system allocator)"
 ./target/sysmalloc/release/crtc compare --paper "$scratch/results/system-malloc" --scale 4 --repeat 3
