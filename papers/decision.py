@@ -49,7 +49,10 @@ def load(results):
     verification = read("verification.md")
     verdicts = re.findall(r"\| (met|missed) \|", read("targets.md"))
     steps = dict(re.findall(r"^- (\w+) \(\d+ s\): (.*)$", verification, re.M))
+    sweep_path = os.path.join(results, "mooncake-sweep.json")
+    sweep = json.loads(read("mooncake-sweep.json")) if os.path.exists(sweep_path) else None
     return {
+        "sweep": sweep,
         "compare": compare,
         "benches": json.loads(read("benches.json")),
         "code": code,
@@ -60,6 +63,7 @@ def load(results):
             "benches": json.loads(read("benches.json"))["provenance"]["revision"],
             "code-size": re.search(r"revision `([0-9a-f]+)`", read("code-size.md")).group(1),
             "verification": re.search(r"revision:?\s*`([0-9a-f]+)`", verification).group(1),
+            **({"sweep": sweep["git_revision"]} if sweep else {}),
         },
     }
 
@@ -191,6 +195,31 @@ def strongest(data):
     return span(cpu, "{:.2f}"), span(cap, "{:.2f}"), span(heap, "{:.1f}")
 
 
+def sweep_sentence(sweep):
+    """The best gate on upstream's expanded trace (mooncake-sweep.json), paired
+    with upstream window by window; empty when the sweep did not run (no
+    trace)."""
+    if not sweep:
+        return ""
+    judged = [s for s in sweep["paired_summary"] if s["capacity_ratio"]
+              and s["strategy"] in {option[1] for option in OPTIONS}]
+    if not judged:
+        return ""
+    best = max(judged, key=lambda s: s["capacity_ratio"]["median"])
+    cap, cpu = best["capacity_ratio"], best["lane_cpu_ratio"]
+    shape, windows = sweep["shape"], sorted({r["window_ms"] for r in sweep["rows"]})
+    return (
+        f" On upstream's own benchmark terms ([results/mooncake-sweep.md]"
+        f"(results/mooncake-sweep.md): the trace expanded as `mooncake_bench` does, "
+        f"{shape['num_unique_inference_workers']} workers, hash space "
+        f"×{shape['trace_duplication_factor']}, length ×{shape['trace_length_factor']}; "
+        f"{len(windows)} windows of {windows[0] / 1000:g}–{windows[-1] / 1000:g} s, each row "
+        f"paired with upstream's in its window), {best['strategy']} has "
+        f"{cap['median']:.2f}× upstream's capacity ({cap['min']:.2f}–{cap['max']:.2f} over the "
+        f"{cap['count']} windows neither kept up) at {cpu['median']:.2f}× its lane CPU per "
+        "event.")
+
+
 def page(data):
     """The whole of papers/README.md."""
     cpu, cap, heap = strongest(data)
@@ -218,7 +247,7 @@ def page(data):
         f"({rw['lines']} lines, {rw['unsafe']} blocks). Take the seqlock gate instead only "
         "where a reader's tail latency while a writer decodes on its leaf matters more than "
         "its extra code and `unsafe` blocks ([evaluation.md](evaluation.md), recommendation "
-        "2).",
+        f"2).{sweep_sentence(data['sweep'])}",
         "",
         "What the figures do not say: every ratio is against the 1.6.1 release, and upstream "
         "main already has several of the causes ([upstream-main.md](upstream-main.md)); "

@@ -415,10 +415,18 @@ def plan_paragraph(figures, sources):
     checks = []
     for i, (m, end, _) in enumerate(figures):
         if end is not None and end > i and plans[i][1] and plans[end][1]:
-            check = range_check(m.group(1), figures[end][0].group(1), plans[i][1],
-                                plans[end][1], found[i], found[end])
+            low, high = plans[i][1], plans[end][1]
+            check = range_check(m.group(1), figures[end][0].group(1), low, high,
+                                found[i], found[end])
+            if float(plain(low)) > float(plain(high)):
+                check = (f"range {m.group(1)}–{figures[end][0].group(1)} would read "
+                         f"{low}–{high}: its extremes moved to other rows")
             if check:
                 checks.append((m, check))
+                # Neither end is written: a half-refreshed range reads as
+                # checked when it is not.
+                for k in (i, end):
+                    plans[k] = plans[k][:4] + ("range left for a human (see the range list)",)
     return plans, checks
 
 

@@ -40,10 +40,11 @@ CARGO_TARGET_DIR=target/sysmalloc cargo build --release --quiet -p crtc-bench \
 
 step "crtc compare --paper (mimalloc)"
 # 15 repeats: one repeat of a row drains in about 0.03-0.04 s (trace; the
-# global-lock row 0.09) to 0.15-0.47 s (agentx; global-lock 1.48), each
+# global-lock row 0.18) to 0.14-0.71 s (agentx; global-lock 1.55), each
 # row's JSON elapsed_s (the 15 repeats' total) divided by 15
-# [derived: mooncake.md @ 3af6084] [derived: agentx.md @ 3af6084], and on a
-# shared VM one repeat's lane CPU ratio to upstream ranges over 2x;
+# [derived: mooncake.md @ 79d6372] [derived: agentx.md @ 79d6372], and on a
+# shared VM one repeat's lane CPU ratio to upstream can differ from
+# another's by nearly 2x (targets.md, min-max of the paired ratios);
 # targets.md judges the median of the 15 paired ratios, and runs the
 # global-lock row once more per workload with no reader (its capacity when no
 # reader contends for the lock), shown beside its verdict.

@@ -122,6 +122,17 @@ class RefreshTest(unittest.TestCase):
         self.assertRegex(out, r"prose\.md:8: derived \(targets\.md\): re-compute by hand")
         self.assertIn("1 unresolved, 1 derived paragraphs to redo", out)
 
+    def test_range_whose_extremes_moved_is_left_whole(self):
+        results = os.path.join(self.root, "papers", "results", "targets.md")
+        write(results, TABLE.format(rev=self.new, a="0.70", b="0.30", c="0.38"))
+        commit(self.root, "results regenerated again at NEW")
+        with open(self.prose, "a", encoding="utf-8") as f:
+            f.write(f"\nEvery row: 0.35–0.61× [results: targets.md @ {self.old[:7]}].\n")
+        _, out, text = self.run_refresh("--write")
+        # 0.35 -> 0.70 and 0.61 -> 0.61 would read 0.70–0.61: neither end is written.
+        self.assertIn("Every row: 0.35–0.61×", text)
+        self.assertIn("its extremes moved to other rows", out)
+
     def test_unknown_revision_is_an_error(self):
         out = io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
