@@ -141,10 +141,14 @@ def verification(steps, part):
     loom = re.search(r"(\d+) models, (\d+) executions.*mutants (\d+) of (\d+) caught",
                      segment("loom"))
     shuttle = re.search(r"(\d+) schedules.*mutants (\d+) of (\d+) caught", segment("shuttle"))
-    miri = re.search(r"(\d+) tests, (\d+) UB", steps["miri"])
+    # .ci/miri.sh: "miri: N test runs (K once, C concurrent x S more seeds), U UB".
+    miri = re.search(r"(\d+) test runs \(([^)]*)\), (\d+) UB", steps["miri"])
+    if miri is None:
+        raise SystemExit(f"decision: verification.md's miri line is not understood: "
+                         f"{steps['miri']!r}")
     return (f"loom {loom[1]} models, {int(loom[2]):,} executions, mutants {loom[3]}/{loom[4]}; "
             f"shuttle {int(shuttle[1]):,} schedules, mutants {shuttle[2]}/{shuttle[3]}; "
-            f"miri {miri[2]} UB in {miri[1]} tests")
+            f"miri {miri[3]} UB in {miri[1]} test runs ({miri[2]})")
 
 
 def table_row(data, option):

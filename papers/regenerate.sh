@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Regenerates every table and figure under papers/results, and the decision
-# page papers/README.md, from the checked-out revision, in one command (about
-# 40 minutes on 2 cores, 10 of them callgrind, plus the Mooncake sweep, plus
-# about 25 minutes of deep verification; the Mooncake trace is read from
-# ../shared/traces when present, and skipped with a note when not):
+# page papers/README.md, from the checked-out revision, in one command (79
+# minutes on 2 cores at 79d6372: 35 of measurement, the Mooncake sweep's 7
+# among them, then 44 of deep verification, 29 of them loom at bound 3, as
+# verification.md's step times say [derived: verification.md @ 79d6372]; the
+# Mooncake trace is read from ../shared/traces when present, and skipped with
+# a note when not):
 #
 #   papers/regenerate.sh
 #
