@@ -1,8 +1,14 @@
-//! Lane-local state: the reverse lookup `(rank, external) -> node` of the
-//! ranks routed to one lane (its counters are in `counters`).
+//! Lane-local state: the directory `external -> node` shared by the ranks
+//! routed to one lane (its counters are in `counters`).
 //!
-//! Protocol. Entries may go stale after another lane splits a node (they then
-//! name the prefix while the block moved to the suffix); they are repaired
+//! Protocol (`papers/protocols.md` §2.1). The directory holds at most one
+//! entry per block some rank of the lane covers, naming the node that holds
+//! it (or one it was split from); whether a rank holds the block is read
+//! from the node's coverage, never from the entry. Entries leave only when
+//! no rank of the lane covers their block any more (the tree computes that
+//! under the node's section and passes the hashes). Entries may go stale
+//! after another lane splits a node (they then name the prefix while the
+//! block moved to the suffix); they are repaired
 //! lazily, only when a locked operation reports the hash missing. The lane
 //! holds exactly one `Arc` per distinct node its entries name, with a
 //! lane-local count of entries, so adding or moving entries touches a node's
@@ -19,7 +25,7 @@
 
 use crate::tree::counters::LaneCounters;
 use crate::tree::node::Node;
-use crate::tree::rank_table::RankTables;
+use crate::tree::rank_table::{RankTable, RankTables};
 use crate::tree::slots::CachedSlot;
 use crate::types::{ExternalSequenceBlockHash, WorkerWithDpRank};
 use crtc_strategies::sync::Arc;
@@ -47,6 +53,7 @@ pub struct Tally {
 /// One lane's reverse lookups and node holds.
 pub struct Lane<G: ShapeGate> {
     ranks: RankTables,
+    directory: RankTable,
     holds: Vec<Option<Hold<G>>>,
     free: Vec<u32>,
     by_addr: FxHashMap<usize, NodeId>,
@@ -58,6 +65,7 @@ impl<G: ShapeGate> Default for Lane<G> {
     fn default() -> Self {
         Self {
             ranks: RankTables::default(),
+            directory: RankTable::default(),
             holds: Vec::new(),
             free: Vec::new(),
             by_addr: FxHashMap::default(),
@@ -107,9 +115,10 @@ impl<G: ShapeGate> Lane<G> {
         self.ranks.ranks()
     }
 
-    /// Number of entries of `rank`.
+    /// Number of directory entries, if `rank` is registered on this lane
+    /// (the directory is shared by the lane's ranks).
     pub(crate) fn entry_count(&self, rank: WorkerWithDpRank) -> usize {
-        self.ranks.get(rank).map_or(0, |m| m.len())
+        self.ranks.get(rank).map_or(0, |_| self.directory.len())
     }
 
     /// The reclamation deltas not yet folded into the tree.
@@ -140,7 +149,8 @@ impl<G: ShapeGate> Lane<G> {
         rank: WorkerWithDpRank,
         hash: ExternalSequenceBlockHash,
     ) -> Option<NodeId> {
-        self.ranks.get(rank)?.get(hash)
+        self.ranks.get(rank)?;
+        self.directory.get(hash)
     }
 
     /// The held node behind `id`, borrowed (no reference count change).
@@ -200,8 +210,8 @@ impl<G: ShapeGate> Lane<G> {
         hashes: impl IntoIterator<Item = ExternalSequenceBlockHash>,
         id: NodeId,
     ) -> usize {
-        let table = self.ranks.get_or_insert(rank);
-        let (changed, replaced) = table.point(hashes, id);
+        self.ranks.get_or_insert(rank);
+        let (changed, replaced) = self.directory.point(hashes, id);
         self.recount(id, changed, replaced)
     }
 
@@ -216,7 +226,8 @@ impl<G: ShapeGate> Lane<G> {
         hashes: impl IntoIterator<Item = ExternalSequenceBlockHash>,
         append: impl FnOnce(&Node<G>) -> Result<T, E>,
     ) -> Option<Result<T, E>> {
-        let table = self.ranks.get_mut(rank)?;
+        self.ranks.get(rank)?;
+        let table = &mut self.directory;
         let id = table.get(parent)?;
         let Some(hold) = &self.holds[id.0 as usize] else {
             unreachable!("entries name only held nodes")
@@ -253,34 +264,29 @@ impl<G: ShapeGate> Lane<G> {
         changed
     }
 
-    /// Removes the entry `(rank, hash)`.
-    pub(crate) fn remove(
-        &mut self,
-        rank: WorkerWithDpRank,
-        hash: ExternalSequenceBlockHash,
-    ) -> bool {
-        let Some(map) = self.ranks.get_mut(rank) else {
-            return false;
-        };
-        let Some(id) = map.remove(hash) else {
-            return false;
-        };
-        self.count(id, -1);
-        true
+    /// Removes the entry of `hash` if it names `node` (a repair found the
+    /// block nowhere below it: the entry leads nowhere).
+    pub(crate) fn scrub(&mut self, hash: ExternalSequenceBlockHash, node: &Node<G>) {
+        let Some(id) = self.id_of(node) else { return };
+        if self
+            .directory
+            .remove_if(hash, |named| named == id)
+            .is_some()
+        {
+            self.directory.shrink_if_sparse();
+            self.count(id, -1);
+        }
     }
 
     /// Removes the entries of `hashes` that name one of `nodes`, probing
-    /// each hash once.
+    /// each hash once (blocks no rank of the lane covers any more).
     pub(crate) fn remove_naming(
         &mut self,
-        rank: WorkerWithDpRank,
         hashes: &[ExternalSequenceBlockHash],
         nodes: [&Node<G>; 2],
     ) {
         let ids = nodes.map(|n| self.id_of(n));
-        let Some(map) = self.ranks.get_mut(rank) else {
-            return;
-        };
+        let map = &mut self.directory;
         let mut removed = [0isize; 2];
         for &hash in hashes {
             if let Some(id) = map.remove_if(hash, |id| ids.contains(&Some(id))) {
@@ -313,93 +319,46 @@ impl<G: ShapeGate> Lane<G> {
         self.upsert_held(rank, [hash], to_id) > 0
     }
 
-    /// Drops every entry of `rank` and unregisters it.
+    /// Unregisters `rank`. Its blocks' entries are the tree's to scrub
+    /// (`Tree::drop_lane_rank`), except when it was the lane's last rank:
+    /// then the whole directory goes.
     pub(crate) fn drop_rank(&mut self, rank: WorkerWithDpRank) {
-        let Some(map) = self.ranks.remove(rank) else {
+        if self.ranks.remove(rank).is_none() || self.ranks.ranks().next().is_some() {
             return;
-        };
-        for id in map.into_ids() {
+        }
+        for id in std::mem::take(&mut self.directory).into_ids() {
             self.count(id, -1);
         }
     }
 
-    /// Takes out, before a removal run's section, the entries of the run
-    /// at the head of `hashes`: `hashes[0]`'s, and those of the following
-    /// hashes while they name one of `nodes`, one probe per hash. The lane's
-    /// holds are not touched: [`Self::settle_run`] releases what the section
-    /// consumed and puts the rest back.
-    pub(crate) fn take_run(
-        &mut self,
-        rank: WorkerWithDpRank,
+    /// The held nodes the directory names, each with the hashes of its
+    /// entries (a rank leaving the lane).
+    pub(crate) fn entries_by_node(&self) -> Vec<(Arc<Node<G>>, Vec<ExternalSequenceBlockHash>)> {
+        let mut grouped: FxHashMap<NodeId, Vec<ExternalSequenceBlockHash>> = FxHashMap::default();
+        for (hash, id) in self.directory.iter() {
+            grouped.entry(id).or_default().push(hash);
+        }
+        grouped
+            .into_iter()
+            .map(|(id, hashes)| (Arc::clone(self.node(id)), hashes))
+            .collect()
+    }
+
+    /// The length of the removal run at the head of `hashes`: `hashes[0]`,
+    /// and the following hashes while their entries name one of `nodes`
+    /// (one read probe per hash; entries stay: another rank of the lane may
+    /// still cover the block).
+    pub(crate) fn run_len(
+        &self,
         hashes: &[ExternalSequenceBlockHash],
         nodes: [&Node<G>; 2],
-    ) -> TakenRun {
+    ) -> usize {
         let ids = nodes.map(|n| self.id_of(n));
-        let mut taken = TakenRun {
-            ids,
-            first: None,
-            rest: Vec::with_capacity(hashes.len() - 1),
+        let names = |hash| {
+            self.directory
+                .get(hash)
+                .is_some_and(|id| ids.contains(&Some(id)))
         };
-        let Some(table) = self.ranks.get_mut(rank) else {
-            return taken;
-        };
-        let names = |id| ids.contains(&Some(id));
-        taken.first = table.remove_if(hashes[0], names);
-        for &hash in &hashes[1..] {
-            match table.remove_if(hash, names) {
-                Some(id) => taken.rest.push(id),
-                None => break,
-            }
-        }
-        taken
-    }
-
-    /// Settles the entries [`Self::take_run`] took for `run`, of which the
-    /// section consumed the first `consumed` hashes (0 if it found none):
-    /// those entries stay out and release their holds; the others go back.
-    pub(crate) fn settle_run(
-        &mut self,
-        rank: WorkerWithDpRank,
-        run: &[ExternalSequenceBlockHash],
-        taken: TakenRun,
-        consumed: usize,
-    ) {
-        let Some(table) = self.ranks.get_mut(rank) else {
-            return;
-        };
-        let (ids, first, rest) = (taken.ids, taken.first, taken.rest);
-        // The consumed hashes after the first stay out; the others go back.
-        let gone = consumed.saturating_sub(1).min(rest.len());
-        for (&hash, &id) in run[1 + gone..].iter().zip(&rest[gone..]) {
-            table.restore(hash, id);
-        }
-        let mut released = [0isize; 2];
-        let mut release = |id| released[usize::from(ids[0] != Some(id))] += 1;
-        rest[..gone].iter().for_each(|&id| release(id));
-        match (first, consumed) {
-            (Some(id), 0) => table.restore(run[0], id),
-            (Some(id), _) => release(id),
-            (None, _) => {}
-        }
-        for (id, n) in ids.into_iter().zip(released) {
-            if let (Some(id), true) = (id, n > 0) {
-                self.count(id, -n);
-            }
-        }
-    }
-}
-
-/// The entries a removal run took before its section ([`Lane::take_run`]):
-/// the nodes they named, in the order of the run's hashes.
-pub(crate) struct TakenRun {
-    ids: [Option<NodeId>; 2],
-    first: Option<NodeId>,
-    rest: Vec<NodeId>,
-}
-
-impl TakenRun {
-    /// The run's length: its first hash and the hashes after it taken.
-    pub(crate) fn len(&self) -> usize {
-        1 + self.rest.len()
+        1 + hashes[1..].iter().take_while(|&&hash| names(hash)).count()
     }
 }

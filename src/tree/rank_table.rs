@@ -1,6 +1,8 @@
-//! One rank's reverse lookup on a lane, `external hash -> held node`, in a
-//! hash table whose size this module manages; and the lane's set of them,
-//! found by rank ([`RankTables`], which remembers the last rank found).
+//! A lane's directory, `external hash -> held node` ([`RankTable`], one per
+//! lane, shared by its ranks: `papers/protocols.md` §2.1), in a hash table
+//! whose size this module manages; and the lane's ranks with their cached
+//! slots ([`RankTables`], which remembers the last rank found; a rank's own
+//! table stays empty in this prototype, only its slot is used).
 //!
 //! Why manage it. A hash table never shrinks by itself, and the removals of
 //! an eviction stream leave tombstones that use up its room: when room runs
@@ -103,14 +105,9 @@ impl RankTable {
         (changed, replaced)
     }
 
-    /// Puts back an entry taken out with [`Self::remove_if`] (room for it
-    /// is left: no shrink runs in between).
-    pub(crate) fn restore(&mut self, hash: ExternalSequenceBlockHash, id: NodeId) {
-        self.entries.insert(hash.into(), id);
-    }
-
     /// Removes the entry for `hash`; returns the node it named.
-    pub(crate) fn remove(&mut self, hash: ExternalSequenceBlockHash) -> Option<NodeId> {
+    #[cfg(test)]
+    fn remove(&mut self, hash: ExternalSequenceBlockHash) -> Option<NodeId> {
         let removed = self.remove_if(hash, |_| true);
         self.shrink_if_sparse();
         removed
@@ -131,6 +128,16 @@ impl RankTable {
             return None;
         }
         Some(entry.remove())
+    }
+
+    /// Every entry, as (hash, node).
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (ExternalSequenceBlockHash, NodeId)> + '_ {
+        self.entries.iter().map(|(k, &id)| {
+            (
+                ExternalSequenceBlockHash(u64::from(k.0[1]) << 32 | u64::from(k.0[0])),
+                id,
+            )
+        })
     }
 
     /// The nodes of every entry, one per entry.
@@ -204,12 +211,6 @@ impl RankTables {
     #[inline]
     pub(crate) fn get(&self, rank: WorkerWithDpRank) -> Option<&RankTable> {
         self.position(rank).map(|p| &self.tables[p].1)
-    }
-
-    /// The table of `rank`, mutably.
-    #[inline]
-    pub(crate) fn get_mut(&mut self, rank: WorkerWithDpRank) -> Option<&mut RankTable> {
-        self.position(rank).map(|p| &mut self.tables[p].1)
     }
 
     /// The table of `rank`, created empty if it has none.
@@ -415,7 +416,7 @@ mod tests {
         let left: Vec<_> = tables.ranks().collect();
         assert_eq!(left, [ranks[0]]);
         tables.get_or_insert(ranks[1]);
-        assert_eq!(tables.get_mut(ranks[1]).map(|t| t.len()), Some(0));
+        assert_eq!(tables.get(ranks[1]).map(|t| t.len()), Some(0));
         assert_eq!(owner(&tables, ranks[0]), Some(NodeId(0)));
     }
 }

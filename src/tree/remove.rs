@@ -2,22 +2,24 @@
 //!
 //! Protocol. A removal never splits: it lowers the rank's cutoff on a node to
 //! the smallest removed position. Hashes are applied in runs: a run is the
-//! longest stretch of the event's hashes whose lane entries name the same node
-//! (or the stale origin a repair started from), and each run is applied in one
-//! exclusive section of that node. The lane takes the run's entries out as it
-//! finds the run, before the section (one probe per hash: finding the run and
-//! scrubbing its entries are the same probe). The section locates the run's
-//! hashes on the edge, stopping at the first it does not find, cuts the rank
-//! at the minimum position (cutoff written before the bit clears), and, if no
-//! rank is left full on the node, clears its children (nothing below can be
-//! credited any more). The entries of the hashes it located stay out (those
-//! blocks are now uncovered, or were beyond the rank's coverage); the others
-//! go back. The lane then scrubs the entries of the other newly uncovered
-//! blocks, but only entries that still name that node or the origin: an entry
-//! naming another node belongs to that node's own run.
-//! A run whose node no longer holds its first hash puts its entries back and
-//! is repaired toward the head; if repair finds nothing, the hash's entry is
-//! scrubbed (the event says the rank evicted it) and the removal moves on.
+//! longest stretch of the event's hashes whose directory entries name the
+//! same node (or the stale origin a repair started from), and each run is
+//! applied in one exclusive section of that node. The lane measures the run
+//! with one read probe per hash; entries stay in the directory while another
+//! rank of the lane may still cover their blocks. The section locates the
+//! run's hashes on the edge, stopping at the first it does not find, cuts
+//! the rank at the minimum position (cutoff written before the bit clears),
+//! and, if no rank is left full on the node, clears its children (nothing
+//! below can be credited any more). It then reads the *lane coverage* after
+//! the cut (the longest prefix any rank of the lane still covers there) and
+//! reports the blocks at or past it that the cut uncovered or the run
+//! located: no rank of the lane holds them on this node any more, so their
+//! entries go, but only entries that still name that node or the origin (an
+//! entry naming another node belongs to that node's own run). Entries below
+//! the lane coverage stay: invariant D of `papers/protocols.md` §2.1.
+//! A run whose node no longer holds its first hash is repaired toward the
+//! head; if repair finds nothing, the hash's entry is scrubbed when it still
+//! names the origin (it leads nowhere) and the removal moves on.
 //!
 //! Why the entries decide the run rather than the edge (upstream 1.6.1 takes
 //! the hashes that follow the first on its node's edge): a node detached by a
@@ -28,7 +30,9 @@
 //! A run that leaves a non-anchor node holder-less adds the edge to the
 //! lane's dead tally (see `sweep`).
 //!
-//! `Cleared` drops the rank's lookups and keeps its slot. Under a pin it
+//! `Cleared` unregisters the rank from the lane and drops the entries of the
+//! blocks no other rank of the lane covers (`drop_lane_rank`), and keeps its
+//! slot. Under a pin it
 //! reads the slot, then sweeps it out of every node reachable from the root
 //! and the anchors, checking before each node, under the current pin, that
 //! the rank still maps to that slot; it stops as soon as it does not (a
@@ -63,9 +67,10 @@ use std::ops::Range;
 struct RunRemoval {
     /// Hashes of the run located on the edge.
     consumed: usize,
-    /// The other newly uncovered blocks (not in the run): their entries go
-    /// if they name the node or the origin.
-    stale: Vec<ExternalSequenceBlockHash>,
+    /// Blocks the cut uncovered, or the run located, that no rank of the
+    /// lane covers any more: their entries go if they name the node or the
+    /// origin.
+    unheld: Vec<ExternalSequenceBlockHash>,
     /// Blocks the run left on a holder-less node (the edge, or 0).
     dead: usize,
 }
@@ -112,15 +117,15 @@ impl<G: ShapeGate> Tree<G> {
             return Err(KvError::BlockNotFound { rank });
         }
         let guard = G::Reclaim::pin();
-        let Some(slot) = self.slots.table(&guard).slot(rank) else {
-            hashes.iter().for_each(|&h| {
-                lane.remove(rank, h);
-            });
+        let table = self.slots.table(&guard);
+        let Some(slot) = table.slot(rank) else {
             return Ok(());
         };
+        let lane_slots: Vec<Slot> = lane.ranks().filter_map(|r| table.slot(r)).collect();
         let mut index = 0;
         while index < hashes.len() {
-            index += self.remove_leading(lane, rank, slot, &hashes[index..], &guard);
+            let run = (rank, slot, lane_slots.as_slice());
+            index += self.remove_leading(lane, run, &hashes[index..], &guard);
         }
         Ok(())
     }
@@ -130,8 +135,7 @@ impl<G: ShapeGate> Tree<G> {
     fn remove_leading(
         &self,
         lane: &mut Lane<G>,
-        rank: WorkerWithDpRank,
-        slot: Slot,
+        (rank, slot, lane_slots): (WorkerWithDpRank, Slot, &[Slot]),
         hashes: &[ExternalSequenceBlockHash],
         guard: &Guard<G>,
     ) -> usize {
@@ -142,19 +146,16 @@ impl<G: ShapeGate> Tree<G> {
         let origin = Arc::clone(lane.node(origin_id));
         let mut node = Arc::clone(&origin);
         loop {
-            let taken = lane.take_run(rank, hashes, [&node, &origin]);
-            let run = &hashes[..taken.len()];
-            let removal = Self::remove_run(&node, slot, run, guard);
-            lane.settle_run(rank, run, taken, removal.as_ref().map_or(0, |r| r.consumed));
-            if let Some(removal) = removal {
-                lane.remove_naming(rank, &removal.stale, [&node, &origin]);
+            let run = &hashes[..lane.run_len(hashes, [&node, &origin])];
+            if let Some(removal) = Self::remove_run(&node, slot, lane_slots, run, guard) {
+                lane.remove_naming(&removal.unheld, [&node, &origin]);
                 lane.note(0, removal.dead as i64);
                 return removal.consumed;
             }
             match self.repair(lane, &node, first, Direction::TowardHead, guard) {
                 Some(resolved) => node = resolved,
                 None => {
-                    lane.remove(rank, first);
+                    lane.scrub(first, &origin);
                     return 1;
                 }
             }
@@ -166,6 +167,7 @@ impl<G: ShapeGate> Tree<G> {
     fn remove_run(
         node: &Node<G>,
         slot: Slot,
+        lane_slots: &[Slot],
         run: &[ExternalSequenceBlockHash],
         guard: &Guard<G>,
     ) -> Option<RunRemoval> {
@@ -184,13 +186,26 @@ impl<G: ShapeGate> Tree<G> {
             };
             let had_holders = w.has_holders();
             let uncovered = cut_at(w, slot, min);
-            let mut stale = Vec::with_capacity(uncovered.len().saturating_sub(positions.len()));
-            for_each_outside(uncovered, &positions, |p| stale.push(w.pair(p).external));
+            let held = lane_slots
+                .iter()
+                .map(|&s| w.covered_len(s))
+                .max()
+                .unwrap_or(0);
+            let mut unheld: Vec<_> = positions
+                .iter()
+                .filter(|&&p| p >= held)
+                .map(|&p| w.pair(p).external)
+                .collect();
+            let from = uncovered.start.max(held);
+            let located: Vec<usize> = positions.iter().copied().filter(|&p| p >= from).collect();
+            for_each_outside(from..uncovered.end.max(from), &located, |p| {
+                unheld.push(w.pair(p).external)
+            });
             let cleared = !w.has_full() && node.children.clear(guard);
             let dead = had_holders && !w.has_holders() && !w.is_anchor();
             let removal = RunRemoval {
                 consumed: positions.len(),
-                stale,
+                unheld,
                 dead: if dead { w.len() } else { 0 },
             };
             Commit {
@@ -201,9 +216,34 @@ impl<G: ShapeGate> Tree<G> {
         removal.ok().flatten()
     }
 
+    /// Unregisters `rank` from `lane` and drops the directory entries of
+    /// the blocks no other rank of the lane covers (positions past their
+    /// coverage on the node an entry names; an entry whose block left that
+    /// node for a split suffix stays, since another rank may hold it there).
+    pub(crate) fn drop_lane_rank(&self, lane: &mut Lane<G>, rank: WorkerWithDpRank) {
+        if !lane.has_rank(rank) {
+            return;
+        }
+        lane.drop_rank(rank);
+        let guard = G::Reclaim::pin();
+        let table = self.slots.table(&guard);
+        let others: Vec<Slot> = lane.ranks().filter_map(|r| table.slot(r)).collect();
+        if lane.ranks().next().is_none() {
+            return;
+        }
+        for (node, hashes) in lane.entries_by_node() {
+            let unheld: Vec<_> = node.gate.read_in(&guard, |s| {
+                let held = others.iter().map(|&o| s.covered_len(o)).max().unwrap_or(0);
+                let past = |h| s.position(h).is_some_and(|p| p >= held);
+                hashes.iter().copied().filter(|&h| past(h)).collect()
+            });
+            lane.remove_naming(&unheld, [&node, &node]);
+        }
+    }
+
     pub(super) fn apply_cleared(&self, lane: &mut Lane<G>, rank: WorkerWithDpRank) {
         let registered = lane.has_rank(rank);
-        lane.drop_rank(rank);
+        self.drop_lane_rank(lane, rank);
         if registered {
             lane.add_rank(rank);
         }

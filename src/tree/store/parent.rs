@@ -5,7 +5,9 @@
 //! gate that the rank covers the parent (never attach coverage below a hole),
 //! repairing a stale entry when the node no longer holds the parent and
 //! never re-reading the entry after a repair; a parent the rank does not
-//! cover drops the entry and fails with `ParentBlockNotFound`. It then places
+//! cover there (the lane's directory entry is shared by its ranks) sends it
+//! to the parent's anchor if there is one, else fails with
+//! `ParentBlockNotFound`. It then places
 //! the blocks after the parent on that node's edge (`edge`): the store ends
 //! there, or the rest goes below the node (after a split right after the
 //! parent when the edge diverged, whose suffix this lane's lookups are
@@ -39,6 +41,7 @@ impl<G: ShapeGate> Tree<G> {
                 .join_anchor_parent(lane, cx, parent)
                 .ok_or_else(not_found)?,
         };
+        let mut joined = false;
         loop {
             let (covered, _) = node.gate.plan_in(cx.guard, |s| {
                 s.position(parent).map(|pos| s.covered_len(cx.slot) > pos)
@@ -52,8 +55,17 @@ impl<G: ShapeGate> Tree<G> {
                     continue;
                 }
                 Some(false) => {
-                    lane.remove(cx.rank, parent);
-                    return Err(not_found());
+                    // The entry is shared by the lane's ranks: another rank
+                    // may hold the block where this one does not. An anchor
+                    // is joined as a rank without an entry would join it.
+                    if joined {
+                        return Err(not_found());
+                    }
+                    joined = true;
+                    node = self
+                        .join_anchor_parent(lane, cx, parent)
+                        .ok_or_else(not_found)?;
+                    continue;
                 }
                 Some(true) => {}
             }
