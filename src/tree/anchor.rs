@@ -124,20 +124,19 @@ impl<G: ShapeGate> Tree<G> {
         let node = self
             .anchors
             .get_or_insert(anchor_id, anchor_local, anchor_depth, &guard);
-        Self::join_anchor(lane, rank, slot, anchor_id, &node);
+        Self::join_anchor(lane, slot, anchor_id, &node);
         Ok(())
     }
 
     /// Promotes `slot` on an anchor and names the anchor in the lane.
     pub(super) fn join_anchor(
         lane: &mut Lane<G>,
-        rank: WorkerWithDpRank,
         slot: Slot,
         anchor_id: ExternalSequenceBlockHash,
         node: &Arc<Node<G>>,
     ) {
         let _ = node.gate.shared_commit(None, |w| promote_full(w, slot));
-        lane.upsert(rank, [anchor_id], node);
+        lane.upsert([anchor_id], node);
     }
 
     /// The anchor `id`, as an owned reference.

@@ -25,11 +25,11 @@
 
 use crate::tree::counters::LaneCounters;
 use crate::tree::node::Node;
-use crate::tree::rank_table::{RankTable, RankTables};
+use crate::tree::rank_table::{RankSlots, RankTable};
 use crate::tree::slots::CachedSlot;
 use crate::types::{ExternalSequenceBlockHash, WorkerWithDpRank};
 use crtc_strategies::sync::Arc;
-use crtc_strategies::ShapeGate;
+use crtc_strategies::{ShapeGate, SlotBits};
 use rustc_hash::FxHashMap;
 
 /// A dense, lane-local name for a held node.
@@ -52,7 +52,10 @@ pub struct Tally {
 
 /// One lane's reverse lookups and node holds.
 pub struct Lane<G: ShapeGate> {
-    ranks: RankTables,
+    ranks: RankSlots,
+    /// The cached slots of `ranks`, as a set: the lane's coverage on a node
+    /// is the longest prefix one of them covers.
+    mask: SlotBits,
     directory: RankTable,
     holds: Vec<Option<Hold<G>>>,
     free: Vec<u32>,
@@ -64,7 +67,8 @@ pub struct Lane<G: ShapeGate> {
 impl<G: ShapeGate> Default for Lane<G> {
     fn default() -> Self {
         Self {
-            ranks: RankTables::default(),
+            ranks: RankSlots::default(),
+            mask: SlotBits::new(),
             directory: RankTable::default(),
             holds: Vec::new(),
             free: Vec::new(),
@@ -96,13 +100,30 @@ impl<G: ShapeGate> Lane<G> {
 
     /// Registers `rank` with the slot the caller just acquired for it.
     pub(crate) fn remember_slot(&mut self, rank: WorkerWithDpRank, slot: CachedSlot) {
-        self.ranks.get_or_insert(rank).slot = Some(slot);
+        *self.ranks.get_or_insert(rank) = Some(slot);
+        self.remask();
+    }
+
+    /// Rebuilds the slot mask from the cached slots (a rank's slot changes
+    /// or a rank leaves: rare, so a rebuild is simpler than an update that
+    /// must know whether another rank shares a stale slot).
+    fn remask(&mut self) {
+        self.mask.clear();
+        for cached in self.ranks.slots() {
+            self.mask.insert(cached.slot());
+        }
+    }
+
+    /// The slots of the lane's ranks as the lane last found them.
+    #[inline]
+    pub(crate) fn slot_mask(&self) -> &SlotBits {
+        &self.mask
     }
 
     /// The slot of `rank` as this lane last found it.
     #[inline]
     pub(crate) fn cached_slot(&self, rank: WorkerWithDpRank) -> Option<CachedSlot> {
-        self.ranks.get(rank)?.slot
+        self.ranks.get(rank)?
     }
 
     /// Whether `rank` was registered on this lane.
@@ -142,14 +163,9 @@ impl<G: ShapeGate> Lane<G> {
         self.by_addr.len()
     }
 
-    /// The id of the entry `(rank, hash)`.
+    /// The id of the node the directory names for `hash`.
     #[inline]
-    pub(crate) fn entry(
-        &self,
-        rank: WorkerWithDpRank,
-        hash: ExternalSequenceBlockHash,
-    ) -> Option<NodeId> {
-        self.ranks.get(rank)?;
+    pub(crate) fn entry(&self, hash: ExternalSequenceBlockHash) -> Option<NodeId> {
         self.directory.get(hash)
     }
 
@@ -206,27 +222,23 @@ impl<G: ShapeGate> Lane<G> {
     /// were new or changed.
     fn upsert_held(
         &mut self,
-        rank: WorkerWithDpRank,
         hashes: impl IntoIterator<Item = ExternalSequenceBlockHash>,
         id: NodeId,
     ) -> usize {
-        self.ranks.get_or_insert(rank);
         let (changed, replaced) = self.directory.point(hashes, id);
         self.recount(id, changed, replaced)
     }
 
-    /// The decode fast path's side of the lane, with one probe of the rank
-    /// map where a lookup and an upsert would take two: offers the node the
-    /// entry `(rank, parent)` names to `append`, and if it accepts, points
-    /// the entries of `hashes` at that node. `None` without such an entry.
+    /// The decode fast path's side of the lane: offers the node the entry
+    /// for `parent` names to `append`, and if it accepts, points the entries
+    /// of `hashes` at that node, reusing the hold. `None` without such an
+    /// entry.
     pub(crate) fn append_below_entry<T, E>(
         &mut self,
-        rank: WorkerWithDpRank,
         parent: ExternalSequenceBlockHash,
         hashes: impl IntoIterator<Item = ExternalSequenceBlockHash>,
         append: impl FnOnce(&Node<G>) -> Result<T, E>,
     ) -> Option<Result<T, E>> {
-        self.ranks.get(rank)?;
         let table = &mut self.directory;
         let id = table.get(parent)?;
         let Some(hold) = &self.holds[id.0 as usize] else {
@@ -252,12 +264,11 @@ impl<G: ShapeGate> Lane<G> {
     /// Points the entries of `hashes` at `node`; returns how many changed.
     pub(crate) fn upsert(
         &mut self,
-        rank: WorkerWithDpRank,
         hashes: impl IntoIterator<Item = ExternalSequenceBlockHash>,
         node: &Arc<Node<G>>,
     ) -> usize {
         let id = self.hold(node);
-        let changed = self.upsert_held(rank, hashes, id);
+        let changed = self.upsert_held(hashes, id);
         if changed == 0 {
             self.count(id, 0);
         }
@@ -301,10 +312,9 @@ impl<G: ShapeGate> Lane<G> {
         }
     }
 
-    /// Moves the entry `(rank, hash)` from `from` to `to` if it names `from`.
+    /// Moves the entry for `hash` from `from` to `to` if it names `from`.
     pub(crate) fn redirect(
         &mut self,
-        rank: WorkerWithDpRank,
         hash: ExternalSequenceBlockHash,
         from: &Node<G>,
         to: &Arc<Node<G>>,
@@ -312,18 +322,22 @@ impl<G: ShapeGate> Lane<G> {
         let Some(from_id) = self.id_of(from) else {
             return false;
         };
-        if self.entry(rank, hash) != Some(from_id) {
+        if self.entry(hash) != Some(from_id) {
             return false;
         }
         let to_id = self.hold(to);
-        self.upsert_held(rank, [hash], to_id) > 0
+        self.upsert_held([hash], to_id) > 0
     }
 
     /// Unregisters `rank`. Its blocks' entries are the tree's to scrub
     /// (`Tree::drop_lane_rank`), except when it was the lane's last rank:
     /// then the whole directory goes.
     pub(crate) fn drop_rank(&mut self, rank: WorkerWithDpRank) {
-        if self.ranks.remove(rank).is_none() || self.ranks.ranks().next().is_some() {
+        if !self.ranks.remove(rank) {
+            return;
+        }
+        self.remask();
+        if !self.ranks.is_empty() {
             return;
         }
         for id in std::mem::take(&mut self.directory).into_ids() {

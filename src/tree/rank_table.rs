@@ -1,8 +1,7 @@
 //! A lane's directory, `external hash -> held node` ([`RankTable`], one per
 //! lane, shared by its ranks: `papers/protocols.md` §2.1), in a hash table
 //! whose size this module manages; and the lane's ranks with their cached
-//! slots ([`RankTables`], which remembers the last rank found; a rank's own
-//! table stays empty in this prototype, only its slot is used).
+//! slots ([`RankSlots`], which remembers the last rank found).
 //!
 //! Why manage it. A hash table never shrinks by itself, and the removals of
 //! an eviction stream leave tombstones that use up its room: when room runs
@@ -54,14 +53,12 @@ impl std::hash::Hash for Key {
 /// Tables at or below this capacity are never shrunk.
 const MIN_SHRINK_CAPACITY: usize = 64;
 
-/// One rank's entries on a lane, and its slot as the lane last found it.
+/// A lane's directory entries.
 #[derive(Debug, Default)]
 pub(crate) struct RankTable {
     entries: FxHashMap<Key, NodeId>,
     /// The capacity the table had when it last held no tombstones.
     full: usize,
-    /// The rank's slot, checked against the registry before each use.
-    pub(crate) slot: Option<CachedSlot>,
 }
 
 impl RankTable {
@@ -179,27 +176,29 @@ impl RankTable {
     }
 }
 
-/// A lane's rank tables, found by rank, remembering the last one found.
+/// A lane's ranks with the slot the lane last found for each (checked
+/// against the registry before each use), found by rank, remembering the
+/// last one found.
 ///
 /// One event looks its rank up several times (its slot, the parent's entry,
 /// the upsert, each removed hash), and a probe of a hash map keyed by rank
-/// costs tens of instructions (measured: `papers/choices.md`). The tables
+/// costs tens of instructions (measured: `papers/choices.md`). The ranks
 /// live in a vector with a map from rank to position, and the position
-/// found last is kept and checked against the rank stored there, so every lookup of
-/// an event after its first is a compare. A stale position (its table
-/// removed or moved) fails the check and falls back to the map.
+/// found last is kept and checked against the rank stored there, so every
+/// lookup of an event after its first is a compare. A stale position (its
+/// rank removed or moved) fails the check and falls back to the map.
 #[derive(Debug, Default)]
-pub(crate) struct RankTables {
+pub(crate) struct RankSlots {
     positions: FxHashMap<WorkerWithDpRank, usize>,
-    tables: Vec<(WorkerWithDpRank, RankTable)>,
+    ranks: Vec<(WorkerWithDpRank, Option<CachedSlot>)>,
     recent: Cell<usize>,
 }
 
-impl RankTables {
+impl RankSlots {
     #[inline]
     fn position(&self, rank: WorkerWithDpRank) -> Option<usize> {
         let recent = self.recent.get();
-        if self.tables.get(recent).is_some_and(|(r, _)| *r == rank) {
+        if self.ranks.get(recent).is_some_and(|(r, _)| *r == rank) {
             return Some(recent);
         }
         let position = *self.positions.get(&rank)?;
@@ -207,44 +206,58 @@ impl RankTables {
         Some(position)
     }
 
-    /// The table of `rank`.
+    /// The cached slot of `rank`, if `rank` is registered.
     #[inline]
-    pub(crate) fn get(&self, rank: WorkerWithDpRank) -> Option<&RankTable> {
-        self.position(rank).map(|p| &self.tables[p].1)
+    pub(crate) fn get(&self, rank: WorkerWithDpRank) -> Option<Option<CachedSlot>> {
+        self.position(rank).map(|p| self.ranks[p].1)
     }
 
-    /// The table of `rank`, created empty if it has none.
-    pub(crate) fn get_or_insert(&mut self, rank: WorkerWithDpRank) -> &mut RankTable {
+    /// The cached slot of `rank`, registering `rank` without one first if
+    /// it is not registered.
+    pub(crate) fn get_or_insert(&mut self, rank: WorkerWithDpRank) -> &mut Option<CachedSlot> {
         let position = self.position(rank).unwrap_or_else(|| {
-            let position = self.tables.len();
+            let position = self.ranks.len();
             self.positions.insert(rank, position);
-            self.tables.push((rank, RankTable::default()));
+            self.ranks.push((rank, None));
             self.recent.set(position);
             position
         });
-        &mut self.tables[position].1
+        &mut self.ranks[position].1
     }
 
-    /// Takes the table of `rank` out.
-    pub(crate) fn remove(&mut self, rank: WorkerWithDpRank) -> Option<RankTable> {
-        let position = self.positions.remove(&rank)?;
-        let (_, table) = self.tables.swap_remove(position);
-        if let Some((moved, _)) = self.tables.get(position) {
+    /// Unregisters `rank`; returns whether it was registered.
+    pub(crate) fn remove(&mut self, rank: WorkerWithDpRank) -> bool {
+        let Some(position) = self.positions.remove(&rank) else {
+            return false;
+        };
+        self.ranks.swap_remove(position);
+        if let Some((moved, _)) = self.ranks.get(position) {
             self.positions.insert(*moved, position);
         }
-        Some(table)
+        true
     }
 
-    /// The ranks that have a table.
+    /// The registered ranks.
     pub(crate) fn ranks(&self) -> impl Iterator<Item = WorkerWithDpRank> + '_ {
-        self.tables.iter().map(|(rank, _)| *rank)
+        self.ranks.iter().map(|(rank, _)| *rank)
+    }
+
+    /// The cached slots of the registered ranks that have one.
+    pub(crate) fn slots(&self) -> impl Iterator<Item = CachedSlot> + '_ {
+        self.ranks.iter().filter_map(|(_, slot)| *slot)
+    }
+
+    /// Whether no rank is registered.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.ranks.is_empty()
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{Key, NodeId, RankTable, RankTables};
+    use super::{CachedSlot, Key, NodeId, RankSlots, RankTable};
     use crate::types::{ExternalSequenceBlockHash, WorkerWithDpRank};
+    use crtc_strategies::Slot;
 
     /// Block hashes look random; sequential keys would spread unnaturally
     /// evenly under the multiplicative hash.
@@ -387,36 +400,37 @@ mod tests {
         assert_eq!(busy.capacity(), capacity);
     }
 
-    /// Each rank's table holds one entry naming the rank's own number, so a
-    /// lookup that returned another rank's table shows.
-    fn tables_of(ranks: &[WorkerWithDpRank]) -> RankTables {
-        let mut tables = RankTables::default();
+    /// Each rank caches the slot of its own number, so a lookup that
+    /// returned another rank's position shows.
+    fn registered(ranks: &[WorkerWithDpRank]) -> RankSlots {
+        let mut slots = RankSlots::default();
         for (n, &rank) in ranks.iter().enumerate() {
-            tables.get_or_insert(rank).insert(hash(0), NodeId(n as u32));
+            *slots.get_or_insert(rank) = Some(CachedSlot::unstamped(Slot(n as u16)));
         }
-        tables
+        slots
     }
 
     #[test]
-    fn a_remembered_position_never_finds_another_ranks_table() {
+    fn a_remembered_position_never_finds_another_ranks_slot() {
         let ranks: Vec<_> = (0..4).map(|w| WorkerWithDpRank::new(w, 0)).collect();
-        let owner = |tables: &RankTables, rank| tables.get(rank).and_then(|t| t.get(hash(0)));
-        let mut tables = tables_of(&ranks);
-        assert_eq!(owner(&tables, ranks[1]), Some(NodeId(1)));
+        let owner = |slots: &RankSlots, rank| slots.get(rank).flatten().map(|c| c.slot());
+        let mut slots = registered(&ranks);
+        assert_eq!(owner(&slots, ranks[1]), Some(Slot(1)));
         // Removing rank 1 moves rank 3 into the remembered position.
-        assert!(tables.remove(ranks[1]).is_some());
-        assert_eq!(owner(&tables, ranks[1]), None);
-        assert_eq!(owner(&tables, ranks[3]), Some(NodeId(3)));
-        // Removing the last table leaves the remembered position past the end.
-        assert!(tables.remove(ranks[2]).is_some());
-        assert_eq!(owner(&tables, ranks[3]), Some(NodeId(3)));
-        assert!(tables.remove(ranks[3]).is_some());
-        assert_eq!(owner(&tables, ranks[3]), None);
-        assert_eq!(owner(&tables, ranks[0]), Some(NodeId(0)));
-        let left: Vec<_> = tables.ranks().collect();
+        assert!(slots.remove(ranks[1]));
+        assert_eq!(owner(&slots, ranks[1]), None);
+        assert_eq!(owner(&slots, ranks[3]), Some(Slot(3)));
+        // Removing the last rank leaves the remembered position past the end.
+        assert!(slots.remove(ranks[2]));
+        assert_eq!(owner(&slots, ranks[3]), Some(Slot(3)));
+        assert!(slots.remove(ranks[3]));
+        assert_eq!(owner(&slots, ranks[3]), None);
+        assert_eq!(owner(&slots, ranks[0]), Some(Slot(0)));
+        let left: Vec<_> = slots.ranks().collect();
         assert_eq!(left, [ranks[0]]);
-        tables.get_or_insert(ranks[1]);
-        assert_eq!(tables.get(ranks[1]).map(|t| t.len()), Some(0));
-        assert_eq!(owner(&tables, ranks[0]), Some(NodeId(0)));
+        slots.get_or_insert(ranks[1]);
+        assert_eq!(slots.get(ranks[1]), Some(None));
+        assert_eq!(owner(&slots, ranks[0]), Some(Slot(0)));
+        assert_eq!(slots.slots().count(), 1);
     }
 }

@@ -60,7 +60,7 @@ use super::{Guard, Lane, Tree};
 use crate::types::{ExternalSequenceBlockHash, KvError, WorkerWithDpRank};
 use crtc_strategies::shape::{cut_at, drop_slot};
 use crtc_strategies::sync::Arc;
-use crtc_strategies::{Commit, Reclaim, ShapeGate, ShapeRead, Slot};
+use crtc_strategies::{Commit, Reclaim, ShapeGate, ShapeRead, Slot, SlotBits};
 use std::ops::Range;
 
 /// What one run removal did.
@@ -117,15 +117,12 @@ impl<G: ShapeGate> Tree<G> {
             return Err(KvError::BlockNotFound { rank });
         }
         let guard = G::Reclaim::pin();
-        let table = self.slots.table(&guard);
-        let Some(slot) = table.slot(rank) else {
+        let Some(slot) = self.slots.table(&guard).slot(rank) else {
             return Ok(());
         };
-        let lane_slots: Vec<Slot> = lane.ranks().filter_map(|r| table.slot(r)).collect();
         let mut index = 0;
         while index < hashes.len() {
-            let run = (rank, slot, lane_slots.as_slice());
-            index += self.remove_leading(lane, run, &hashes[index..], &guard);
+            index += self.remove_leading(lane, slot, &hashes[index..], &guard);
         }
         Ok(())
     }
@@ -135,19 +132,19 @@ impl<G: ShapeGate> Tree<G> {
     fn remove_leading(
         &self,
         lane: &mut Lane<G>,
-        (rank, slot, lane_slots): (WorkerWithDpRank, Slot, &[Slot]),
+        slot: Slot,
         hashes: &[ExternalSequenceBlockHash],
         guard: &Guard<G>,
     ) -> usize {
         let first = hashes[0];
-        let Some(origin_id) = lane.entry(rank, first) else {
+        let Some(origin_id) = lane.entry(first) else {
             return 1;
         };
         let origin = Arc::clone(lane.node(origin_id));
         let mut node = Arc::clone(&origin);
         loop {
             let run = &hashes[..lane.run_len(hashes, [&node, &origin])];
-            if let Some(removal) = Self::remove_run(&node, slot, lane_slots, run, guard) {
+            if let Some(removal) = Self::remove_run(&node, slot, lane.slot_mask(), run, guard) {
                 lane.remove_naming(&removal.unheld, [&node, &origin]);
                 lane.note(0, removal.dead as i64);
                 return removal.consumed;
@@ -167,7 +164,7 @@ impl<G: ShapeGate> Tree<G> {
     fn remove_run(
         node: &Node<G>,
         slot: Slot,
-        lane_slots: &[Slot],
+        lane_slots: &SlotBits,
         run: &[ExternalSequenceBlockHash],
         guard: &Guard<G>,
     ) -> Option<RunRemoval> {
@@ -186,11 +183,7 @@ impl<G: ShapeGate> Tree<G> {
             };
             let had_holders = w.has_holders();
             let uncovered = cut_at(w, slot, min);
-            let held = lane_slots
-                .iter()
-                .map(|&s| w.covered_len(s))
-                .max()
-                .unwrap_or(0);
+            let held = w.covered_len_by_any(lane_slots);
             let mut unheld: Vec<_> = positions
                 .iter()
                 .filter(|&&p| p >= held)
@@ -225,15 +218,13 @@ impl<G: ShapeGate> Tree<G> {
             return;
         }
         lane.drop_rank(rank);
-        let guard = G::Reclaim::pin();
-        let table = self.slots.table(&guard);
-        let others: Vec<Slot> = lane.ranks().filter_map(|r| table.slot(r)).collect();
         if lane.ranks().next().is_none() {
             return;
         }
+        let guard = G::Reclaim::pin();
         for (node, hashes) in lane.entries_by_node() {
             let unheld: Vec<_> = node.gate.read_in(&guard, |s| {
-                let held = others.iter().map(|&o| s.covered_len(o)).max().unwrap_or(0);
+                let held = s.covered_len_by_any(lane.slot_mask());
                 let past = |h| s.position(h).is_some_and(|p| p >= held);
                 hashes.iter().copied().filter(|&h| past(h)).collect()
             });

@@ -59,10 +59,11 @@ impl<G: ShapeGate> Tree<G> {
         None
     }
 
-    /// Moves this lane's entries that still name `from` onto `to`: for each
-    /// rank of the lane, the entries of the blocks at the positions of `to`'s
-    /// edge in `range(covered)`, where `covered` is the rank's coverage
-    /// there (repairs, and the splitting lane's own redirect after a split).
+    /// Moves this lane's entries that still name `from` onto `to`: the
+    /// entries of the blocks at the positions of `to`'s edge in
+    /// `range(covered)`, where `covered` is the lane's coverage there (the
+    /// longest prefix a slot of the lane covers; repairs, and the splitting
+    /// lane's own redirect after a split).
     pub(super) fn redirect_entries(
         &self,
         lane: &mut Lane<G>,
@@ -71,21 +72,14 @@ impl<G: ShapeGate> Tree<G> {
         range: impl Fn(usize) -> Range<usize>,
         guard: &Guard<G>,
     ) {
-        let table = self.slots.table(guard);
-        let ranks: Vec<_> = lane
-            .ranks()
-            .filter_map(|r| table.slot(r).map(|s| (r, s)))
-            .collect();
         let mut moves = Vec::new();
         to.gate.read_in(guard, |s| {
             moves.clear();
-            for &(rank, slot) in &ranks {
-                let positions = range(s.covered_len(slot));
-                moves.extend(positions.map(|p| (rank, s.pair(p).external)));
-            }
+            let positions = range(s.covered_len_by_any(lane.slot_mask()));
+            moves.extend(positions.map(|p| s.pair(p).external));
         });
-        for (rank, hash) in moves {
-            lane.redirect(rank, hash, from, to);
+        for hash in moves {
+            lane.redirect(hash, from, to);
         }
     }
 }

@@ -264,6 +264,12 @@ impl CachedSlot {
     pub fn slot(self) -> Slot {
         self.slot
     }
+
+    /// A cached `slot` with stamp 0, for tests of the lane's bookkeeping.
+    #[cfg(test)]
+    pub(crate) fn unstamped(slot: Slot) -> Self {
+        Self { slot, unmaps: 0 }
+    }
 }
 
 impl<R: Reclaim> SlotRegistry<R> {

@@ -63,6 +63,22 @@ pub trait ShapeRead {
                 .map_or(0, |k| (k as usize).min(self.len()))
         }
     }
+    /// How many leading blocks some slot of `slots` covers (the longest
+    /// prefix any of them covers): the edge if one of them is full, else
+    /// the largest of their cutoffs.
+    fn covered_len_by_any(&self, slots: &SlotBits) -> usize {
+        let words = self.full_word_count().min(slots.word_count());
+        if (0..words).any(|index| self.full_word(index) & slots.word(index) != 0) {
+            return self.len();
+        }
+        let mut longest = 0;
+        self.for_each_cutoff(|slot, k| {
+            if slots.contains(slot) {
+                longest = longest.max(k as usize);
+            }
+        });
+        longest.min(self.len())
+    }
     /// The last block of the edge.
     fn tail(&self) -> Option<BlockPair> {
         self.len().checked_sub(1).map(|last| self.pair(last))
@@ -466,6 +482,25 @@ mod tests {
         assert_eq!(cut_at(&mut node, Slot(0), 2), 2..4);
         assert_eq!(cut_at(&mut node, Slot(0), 0), 0..2);
         assert!(!node.has_holders());
+    }
+
+    #[test]
+    fn a_set_covers_its_longest_member_and_ignores_other_slots() {
+        let mut set = SlotBits::new();
+        [1, 300].into_iter().for_each(|s| {
+            set.insert(Slot(s));
+        });
+        assert_eq!(
+            shape(6, &[0], &[(1, 2), (2, 5)]).covered_len_by_any(&set),
+            2
+        );
+        assert_eq!(shape(6, &[300], &[(1, 2)]).covered_len_by_any(&set), 6);
+        assert_eq!(shape(6, &[0], &[(301, 4)]).covered_len_by_any(&set), 0);
+        assert_eq!(
+            shape(6, &[], &[(1, 2), (300, 4)]).covered_len_by_any(&set),
+            4
+        );
+        assert_eq!(shape(6, &[1], &[]).covered_len_by_any(&SlotBits::new()), 0);
     }
 
     #[test]

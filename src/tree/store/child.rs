@@ -20,7 +20,7 @@ use super::super::children::Insert;
 use super::super::node::Node;
 use super::super::repair::Direction;
 use super::super::{Lane, Tree};
-use super::edge::EdgeCommit;
+use super::edge::{known_blocks, EdgeCommit};
 use super::{externals, Cx};
 use crate::types::{BlockPair, ExternalSequenceBlockHash, KvError};
 use crtc_strategies::shape::{append_demoting, cover_prefix, promote_full};
@@ -152,8 +152,8 @@ impl<G: ShapeGate> Tree<G> {
         match self.commit_after(lane, cx, parent, p, remaining) {
             EdgeCommit::Stale => return Some(Step::Retry),
             EdgeCommit::Detached => return Some(Step::Detached),
-            EdgeCommit::Reused { changed } => {
-                let updated = lane.upsert(cx.rank, externals(remaining), parent);
+            EdgeCommit::Reused { changed, known } => {
+                let updated = lane.upsert(externals(&remaining[known..]), parent);
                 return Some(Step::Done {
                     changed: changed || updated > 0,
                 });
@@ -182,7 +182,7 @@ impl<G: ShapeGate> Tree<G> {
         match extended {
             Err(Stale) => Some(Step::Retry),
             Ok(Some(Step::Done { changed })) => {
-                lane.upsert(cx.rank, externals(remaining), parent);
+                lane.upsert(externals(remaining), parent);
                 lane.note(remaining.len() as i64, 0);
                 Some(Step::Done { changed })
             }
@@ -224,7 +224,7 @@ impl<G: ShapeGate> Tree<G> {
             Ok(None) => Step::Detached,
             Ok(Some(Insert::Existing(child))) => self.insert_into_child(lane, cx, child, remaining),
             Ok(Some(Insert::Inserted)) => {
-                lane.upsert(cx.rank, externals(remaining), &fresh);
+                lane.upsert(externals(remaining), &fresh);
                 lane.note(remaining.len() as i64, 0);
                 Step::Done { changed: true }
             }
@@ -283,11 +283,12 @@ impl<G: ShapeGate> Tree<G> {
                 return None;
             }
             let revived = if w.has_holders() { 0 } else { w.len() };
-            Some((cover_prefix(w, cx.slot, k), revived))
+            let known = known_blocks(w, lane.slot_mask(), 0, covered);
+            Some((cover_prefix(w, cx.slot, k), revived, known))
         })?;
-        Ok(outcome.map(|(changed, revived)| {
+        Ok(outcome.map(|(changed, revived, known)| {
             lane.note(0, -(revived as i64));
-            let updated = lane.upsert(cx.rank, externals(covered), child);
+            let updated = lane.upsert(externals(&covered[known..]), child);
             Step::Done {
                 changed: changed || updated > 0,
             }
@@ -310,13 +311,14 @@ impl<G: ShapeGate> Tree<G> {
                 return None;
             }
             let revived = if w.has_holders() { 0 } else { w.len() };
-            Some((promote_full(w, cx.slot), revived))
+            let known = known_blocks(w, lane.slot_mask(), 0, covered);
+            Some((promote_full(w, cx.slot), revived, known))
         })?;
-        let Some((changed, revived)) = outcome else {
+        let Some((changed, revived, known)) = outcome else {
             return Ok(None);
         };
         lane.note(0, -(revived as i64));
-        let updated = lane.upsert(cx.rank, externals(covered), &child);
+        let updated = lane.upsert(externals(&covered[known..]), &child);
         Ok(Some(Step::Descend {
             child,
             consumed: len,
@@ -347,8 +349,8 @@ impl<G: ShapeGate> Tree<G> {
             return Ok(None);
         };
         self.redirect_split(lane, child, &suffix, cx.guard);
-        lane.upsert(cx.rank, externals(&remaining[..matched]), child);
-        lane.upsert(cx.rank, externals(tail), &tail_node);
+        lane.upsert(externals(&remaining[..matched]), child);
+        lane.upsert(externals(tail), &tail_node);
         lane.note(tail.len() as i64, 0);
         Ok(Some(Step::Done { changed: true }))
     }

@@ -18,7 +18,9 @@ use super::Cx;
 use crate::types::{BlockPair, ExternalSequenceBlockHash};
 use crtc_strategies::shape::{append_demoting, cover_prefix, promote_full, split_at};
 use crtc_strategies::sync::Arc;
-use crtc_strategies::{Commit, LocalBlockHash, ShapeGate, ShapeRead, Slot, Stale, Version};
+use crtc_strategies::{
+    Commit, LocalBlockHash, ShapeGate, ShapeRead, Slot, SlotBits, Stale, Version,
+};
 
 /// A plan against the edge that holds a hash.
 enum EdgePlan {
@@ -35,8 +37,11 @@ pub(super) enum EdgeCommit<G: ShapeGate> {
     Stale,
     /// The sweeper unlinked the node.
     Detached,
-    /// The blocks are on the edge now; `changed` if coverage rose.
-    Reused { changed: bool },
+    /// The blocks are on the edge now; `changed` if coverage rose. The
+    /// first `known` of them were within the lane's coverage before the
+    /// commit, so their directory entries exist already (invariant D,
+    /// `papers/protocols.md` §2.1).
+    Reused { changed: bool, known: usize },
     /// The hash ends the edge (after the split into `split`, if one was
     /// needed): the blocks go below the node.
     InsertFrom { split: Option<Arc<Node<G>>> },
@@ -68,6 +73,18 @@ fn plan_after(
     }
 }
 
+/// How many of `blocks`, which sit at `from` on the edge, lie within the
+/// longest prefix a slot of `lane_slots` covers.
+pub(super) fn known_blocks(
+    shape: &impl ShapeRead,
+    lane_slots: &SlotBits,
+    from: usize,
+    blocks: &[BlockPair],
+) -> usize {
+    let covered = shape.covered_len_by_any(lane_slots);
+    covered.saturating_sub(from).min(blocks.len())
+}
+
 impl<G: ShapeGate> Tree<G> {
     /// Plans against the edge of `node` holding `hash` and commits the plan
     /// for `blocks`, which follow `hash`.
@@ -92,11 +109,12 @@ impl<G: ShapeGate> Tree<G> {
                 if node.is_unlinked() {
                     return EdgeCommit::Detached;
                 }
+                let known = known_blocks(w, lane.slot_mask(), cutoff - blocks.len(), blocks);
                 let changed = cover_prefix(w, cx.slot, cutoff);
-                EdgeCommit::Reused { changed }
+                EdgeCommit::Reused { changed, known }
             }),
             EdgePlan::ExtendLeaf { start } => {
-                self.extend_leaf(lane, cx, node, &blocks[start..], version)
+                self.extend_leaf(lane, cx, node, blocks, start, version)
             }
             EdgePlan::Split { at } => self
                 .split_node(lane, node, at, version, None, cx.guard)
@@ -110,16 +128,18 @@ impl<G: ShapeGate> Tree<G> {
         committed.unwrap_or(EdgeCommit::Stale)
     }
 
-    /// Extends the leaf `node` with `tail` (the plan found the rest of the
-    /// store already on its edge).
+    /// Extends the leaf `node` with `blocks[start..]` (the plan found the
+    /// first `start` blocks ending its edge).
     fn extend_leaf(
         &self,
         lane: &mut Lane<G>,
         cx: &Cx<'_, G>,
         node: &Node<G>,
-        tail: &[BlockPair],
+        blocks: &[BlockPair],
+        start: usize,
         version: Version,
     ) -> Result<EdgeCommit<G>, Stale> {
+        let tail = &blocks[start..];
         let committed = node.gate.exclusive_commit(Some(version), |w| {
             if node.is_unlinked() {
                 return Commit::unchanged(EdgeCommit::Detached);
@@ -127,8 +147,13 @@ impl<G: ShapeGate> Tree<G> {
             if w.is_internal() {
                 return Commit::unchanged(EdgeCommit::Stale);
             }
+            let from = w.len() - (blocks.len() - tail.len());
+            let known = known_blocks(w, lane.slot_mask(), from, blocks);
             append_demoting(w, cx.slot, tail);
-            Commit::changed(EdgeCommit::Reused { changed: true })
+            Commit::changed(EdgeCommit::Reused {
+                changed: true,
+                known,
+            })
         })?;
         if let EdgeCommit::Reused { .. } = committed {
             lane.note(tail.len() as i64, 0);

@@ -87,7 +87,7 @@ impl<G: ShapeGate> Tree<G> {
         let guard = G::Reclaim::pin();
         let slot = self.join_rank(lane, rank, &guard)?;
         if let (true, Some(parent)) = (self.config.fast_path, parent) {
-            if Self::try_fast_append(lane, rank, slot, parent, blocks) {
+            if Self::try_fast_append(lane, slot, parent, blocks) {
                 return Ok(StoreOutcome {
                     fast_path: true,
                     duplicate: false,
@@ -120,12 +120,11 @@ impl<G: ShapeGate> Tree<G> {
     /// The decode fast path through the lane's entry for the parent, borrowed.
     fn try_fast_append(
         lane: &mut Lane<G>,
-        rank: WorkerWithDpRank,
         slot: Slot,
         parent: ExternalSequenceBlockHash,
         blocks: &[BlockPair],
     ) -> bool {
-        let appended = lane.append_below_entry(rank, parent, externals(blocks), |node| {
+        let appended = lane.append_below_entry(parent, externals(blocks), |node| {
             node.gate.try_append_at_tail(slot, parent, blocks)
         });
         match appended {

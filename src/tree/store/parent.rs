@@ -35,7 +35,7 @@ impl<G: ShapeGate> Tree<G> {
             rank: cx.rank,
             parent,
         };
-        let mut node = match lane.entry(cx.rank, parent) {
+        let mut node = match lane.entry(parent) {
             Some(id) => Arc::clone(lane.node(id)),
             None => self
                 .join_anchor_parent(lane, cx, parent)
@@ -72,8 +72,8 @@ impl<G: ShapeGate> Tree<G> {
             match self.commit_after(lane, cx, &node, parent, blocks) {
                 EdgeCommit::Stale => Self::restart(lane),
                 EdgeCommit::Detached => return Err(not_found()),
-                EdgeCommit::Reused { changed } => {
-                    let updated = lane.upsert(cx.rank, externals(blocks), &node);
+                EdgeCommit::Reused { changed, known } => {
+                    let updated = lane.upsert(externals(&blocks[known..]), &node);
                     return Ok(Placement::Done {
                         changed: changed || updated > 0,
                     });
@@ -99,7 +99,7 @@ impl<G: ShapeGate> Tree<G> {
         parent: ExternalSequenceBlockHash,
     ) -> Option<Arc<Node<G>>> {
         let anchor = self.anchor_node(parent, cx.guard)?;
-        Self::join_anchor(lane, cx.rank, cx.slot, parent, &anchor);
+        Self::join_anchor(lane, cx.slot, parent, &anchor);
         Some(anchor)
     }
 }
