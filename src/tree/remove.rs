@@ -10,13 +10,14 @@
 //! run's hashes on the edge, stopping at the first it does not find, cuts
 //! the rank at the minimum position (cutoff written before the bit clears),
 //! and, if no rank is left full on the node, clears its children (nothing
-//! below can be credited any more). It then reads the *lane coverage* after
-//! the cut (the longest prefix any rank of the lane still covers there) and
-//! reports the blocks at or past it that the cut uncovered or the run
-//! located: no rank of the lane holds them on this node any more, so their
-//! entries go, but only entries that still name that node or the origin (an
-//! entry naming another node belongs to that node's own run). Entries below
-//! the lane coverage stay: invariant D of `papers/protocols.md` §2.1.
+//! below can be credited any more). It reads the *lane coverage* (the
+//! longest prefix a slot of the lane covers there, from the lane's slot
+//! mask) before and after the cut and reports the blocks between the two,
+//! which no rank of the lane holds on this node any more, and the located
+//! blocks past the coverage before the cut (stale): their entries go, but
+//! only entries that still name that node or the origin (an entry naming
+//! another node belongs to that node's own run). Entries below the lane
+//! coverage stay: invariant D of `papers/protocols.md` §2.1.
 //! A run whose node no longer holds its first hash is repaired toward the
 //! head; if repair finds nothing, the hash's entry is scrubbed when it still
 //! names the origin (it leads nowhere) and the removal moves on.
@@ -75,32 +76,21 @@ struct RunRemoval {
     dead: usize,
 }
 
-/// Calls `f` with each position of `range` not among `taken` (each at or
-/// after `range.start`), ascending. A run's positions usually step by one
-/// in either direction from `range.start`; then the rest of `range` follows
-/// them. Otherwise `range` becomes a bitmap with `taken` marked, read back
-/// by its clear bits.
-fn for_each_outside(range: Range<usize>, taken: &[usize], mut f: impl FnMut(usize)) {
-    let steps = |d: isize| taken.windows(2).all(|w| w[1] as isize - w[0] as isize == d);
-    let from_start = [taken.first(), taken.last()].contains(&Some(&range.start));
-    if from_start && (steps(1) || steps(-1)) {
-        return ((range.start + taken.len()).min(range.end)..range.end).for_each(f);
-    }
-    let (start, len) = (range.start, range.len());
-    let mut words = vec![0u64; len.div_ceil(64)];
-    for offset in taken.iter().filter_map(|&p| p.checked_sub(start)) {
-        if offset < len {
-            words[offset / 64] |= 1 << (offset % 64);
-        }
-    }
-    for (index, word) in words.into_iter().enumerate() {
-        let tail = len - index * 64;
-        let mut clear = !word & if tail >= 64 { !0 } else { (1 << tail) - 1 };
-        while clear != 0 {
-            f(start + index * 64 + clear.trailing_zeros() as usize);
-            clear &= clear - 1;
-        }
-    }
+/// The blocks whose entries a run removal drops: those the lane stopped
+/// covering (`dropped`, from the lane's coverage after the cut to its
+/// coverage before), and the located ones past the coverage before the cut
+/// (their entries, if any, are stale).
+fn unheld_blocks(
+    shape: &impl ShapeRead,
+    dropped: Range<usize>,
+    located: &[usize],
+) -> Vec<ExternalSequenceBlockHash> {
+    let end = dropped.end;
+    let past = located.iter().filter(move |&&p| p >= end);
+    let mut unheld = Vec::with_capacity(dropped.len() + past.clone().count());
+    unheld.extend(dropped.map(|p| shape.pair(p).external));
+    unheld.extend(past.map(|&p| shape.pair(p).external));
+    unheld
 }
 
 /// Nodes a sweep visits before it re-pins.
@@ -182,18 +172,10 @@ impl<G: ShapeGate> Tree<G> {
                 return Commit::unchanged(None);
             };
             let had_holders = w.has_holders();
-            let uncovered = cut_at(w, slot, min);
-            let held = w.covered_len_by_any(lane_slots);
-            let mut unheld: Vec<_> = positions
-                .iter()
-                .filter(|&&p| p >= held)
-                .map(|&p| w.pair(p).external)
-                .collect();
-            let from = uncovered.start.max(held);
-            let located: Vec<usize> = positions.iter().copied().filter(|&p| p >= from).collect();
-            for_each_outside(from..uncovered.end.max(from), &located, |p| {
-                unheld.push(w.pair(p).external)
-            });
+            let lane_before = w.covered_len_by_any(lane_slots);
+            cut_at(w, slot, min);
+            let lane_after = w.covered_len_by_any(lane_slots);
+            let unheld = unheld_blocks(w, lane_after..lane_before, &positions);
             let cleared = !w.has_full() && node.children.clear(guard);
             let dead = had_holders && !w.has_holders() && !w.is_anchor();
             let removal = RunRemoval {
