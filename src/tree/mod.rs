@@ -25,6 +25,7 @@
 mod anchor;
 mod children;
 mod counters;
+mod directory;
 mod dump;
 mod lane;
 mod matches;
