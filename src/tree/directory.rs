@@ -98,15 +98,6 @@ fn next(i: usize, slots: usize) -> usize {
     }
 }
 
-/// How many steps forward slot `to` lies from slot `from`, wrapping.
-fn distance(from: usize, to: usize, slots: usize) -> usize {
-    if to >= from {
-        to - from
-    } else {
-        to + slots - from
-    }
-}
-
 /// Whether `live` entries would pass the 3/4 load of `slots` slots.
 fn overfull(live: usize, slots: usize) -> bool {
     live * 4 > slots * 3
@@ -237,17 +228,28 @@ impl Directory {
 
     /// Empties slot `hole`, moving later entries of its cluster back into
     /// it so each stays reachable from its home without a tombstone: an
-    /// entry moves into the hole when the hole lies on its probe path,
-    /// that is no farther from the entry (going backwards) than its home.
+    /// entry moves into the hole when the hole lies on its probe path, that
+    /// is when its home is not in the cyclic range `(hole, i]` of slots
+    /// after the hole up to the entry.
     fn shift_back(&mut self, mut hole: usize) {
         let n = self.slots.len();
-        let mut i = next(hole, n);
-        while self.slots[i].node != EMPTY {
-            if distance(hole, i, n) <= distance(home(self.slots[i].key, n), i, n) {
-                self.slots[hole] = self.slots[i];
+        let mut i = hole;
+        loop {
+            i = next(i, n);
+            let slot = self.slots[i];
+            if slot.node == EMPTY {
+                break;
+            }
+            let h = home(slot.key, n);
+            let between = if hole < i {
+                hole < h && h <= i
+            } else {
+                hole < h || h <= i
+            };
+            if !between {
+                self.slots[hole] = slot;
                 hole = i;
             }
-            i = next(i, n);
         }
         self.slots[hole] = VACANT;
     }
