@@ -37,7 +37,16 @@
 //! entries it moves; a shrink needs it under `3L/4`, so the removals since
 //! are at least `L/4` and the at most `3L/4` entries it moves are at most
 //! three times that. Every rebuild thus moves at most three times the
-//! operations since the last one.
+//! operations since the last one (checked over swinging live counts by the
+//! test `rebuilds_move_at_most_three_entries_per_operation`; the churn test
+//! checks a steady live count stays under 2.7 slots per entry).
+//!
+//! Cost. The load buys memory with instructions: a miss and a removal read
+//! several slots at these loads, and a removal computes the home of each
+//! entry after it in its cluster. Against the hashbrown map it replaced the
+//! lane takes fewer bytes per membership and more instructions per event;
+//! `papers/choices.md` (the Directory entry) has the figures and the
+//! variants measured.
 
 use super::lane::NodeId;
 use crate::types::ExternalSequenceBlockHash;
