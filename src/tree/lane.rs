@@ -24,8 +24,9 @@
 //! forced, never per event.
 
 use crate::tree::counters::LaneCounters;
+use crate::tree::directory::Directory;
 use crate::tree::node::Node;
-use crate::tree::rank_table::{RankSlots, RankTable};
+use crate::tree::rank_slots::RankSlots;
 use crate::tree::slots::CachedSlot;
 use crate::types::{ExternalSequenceBlockHash, WorkerWithDpRank};
 use crtc_strategies::sync::Arc;
@@ -56,7 +57,7 @@ pub struct Lane<G: ShapeGate> {
     /// The cached slots of `ranks`, as a set: the lane's coverage on a node
     /// is the longest prefix one of them covers.
     mask: SlotBits,
-    directory: RankTable,
+    directory: Directory,
     holds: Vec<Option<Hold<G>>>,
     free: Vec<u32>,
     by_addr: FxHashMap<usize, NodeId>,
@@ -69,7 +70,7 @@ impl<G: ShapeGate> Default for Lane<G> {
         Self {
             ranks: RankSlots::default(),
             mask: SlotBits::new(),
-            directory: RankTable::default(),
+            directory: Directory::default(),
             holds: Vec::new(),
             free: Vec::new(),
             by_addr: FxHashMap::default(),
@@ -252,7 +253,7 @@ impl<G: ShapeGate> Lane<G> {
         Some(appended)
     }
 
-    /// Moves the entry counts after [`RankTable::point`](crate::tree::rank_table::RankTable::point); returns `changed`.
+    /// Moves the entry counts after [`Directory::point`](crate::tree::directory::Directory::point); returns `changed`.
     fn recount(&mut self, id: NodeId, changed: usize, replaced: Vec<NodeId>) -> usize {
         self.count(id, changed as isize);
         for old in replaced {

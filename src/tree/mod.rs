@@ -25,11 +25,12 @@
 mod anchor;
 mod children;
 mod counters;
+mod directory;
 mod dump;
 mod lane;
 mod matches;
 mod node;
-mod rank_table;
+mod rank_slots;
 mod remove;
 mod repair;
 mod scheduler;
