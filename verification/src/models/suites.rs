@@ -483,7 +483,12 @@ pub fn shuttle_catch(mutant: Mutant) -> Option<Property> {
         Mutant::None => panic!("Mutant::None is the correct code, not a negative control"),
         // Under sequential consistency these still leave a final state no
         // serial order gives, a read out of its bounds or a refused event.
-        Mutant::SkipInternalCheck | Mutant::NoInvalidation => SerialOutcome,
+        Mutant::SkipInternalCheck => SerialOutcome,
+        // Since the lane directory (issue 35) the stale extension first
+        // shows as the racing rank's next store refused in `mixed` (its
+        // lane has no entry for the misplaced parent), before the final
+        // state is checked.
+        Mutant::NoInvalidation => Accepted,
         Mutant::ClearBitBeforeCutoff
         | Mutant::DemotingAppendWithoutBump
         | Mutant::SplitWithoutBump => ReadBounds,
@@ -494,12 +499,14 @@ pub fn shuttle_catch(mutant: Mutant) -> Option<Property> {
         Mutant::SharedEntrySkipsCoverage => ReadBounds,
         Mutant::StoreSkipPastLaneCoverage => Accepted,
         // Frees while a thread may hold the block, which the grace
-        // reclaimer's quarantine reports (two writers retiring one snapshot,
-        // for the unexcluded writers).
+        // reclaimer's quarantine reports.
         Mutant::SeqlockRetireBeforeUnpublish
         | Mutant::EpochRetireBeforeUnlink
-        | Mutant::EpochUnexcludedWriters
         | Mutant::SweepFreesBeforeGrace => NoFreeWhileHeld,
+        // Two writers on one node: since the lane directory (issue 35) the
+        // lost write first shows as a store refused in `mixed` (its lane has
+        // no entry for its parent), before two writers retire one snapshot.
+        Mutant::EpochUnexcludedWriters => Accepted,
         // Fences, publication orders and plain-data races: shuttle runs
         // every atomic SeqCst and does not track cells.
         Mutant::NoReaderAcquireFence
