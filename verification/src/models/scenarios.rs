@@ -635,16 +635,7 @@ fn execute<G: ShapeGate>(checks: &Checks) -> Outcome {
         let tree = Arc::clone(&tree);
         let queries = checks.reader_queries.clone();
         let bounds = checks.bounds.clone();
-        thread::spawn(move || {
-            let mut violations = Vec::new();
-            for _ in 0..READER_ROUNDS {
-                for q in &queries {
-                    let scores = tree.find_matches(&query(q), false);
-                    violations.extend(bounds.check(&query(q), &scores).err());
-                }
-            }
-            violations
-        })
+        thread::spawn(move || read_rounds(&tree, &queries, &bounds))
     };
     let results: Vec<_> = writers
         .into_iter()
@@ -677,6 +668,22 @@ fn execute<G: ShapeGate>(checks: &Checks) -> Outcome {
         faults,
         swept,
     }
+}
+
+/// The reader's rounds over `queries`; returns the reads outside `bounds`.
+fn read_rounds<G: ShapeGate>(
+    tree: &Tree<G>,
+    queries: &[Vec<u64>],
+    bounds: &ReadBounds,
+) -> Vec<String> {
+    let mut violations = Vec::new();
+    for _ in 0..READER_ROUNDS {
+        for q in queries {
+            let scores = tree.find_matches(&query(q), false);
+            violations.extend(bounds.check(&query(q), &scores).err());
+        }
+    }
+    violations
 }
 
 /// One schedule: two writers and a reader on a fresh tree, then the checks.
@@ -872,8 +879,10 @@ pub fn case_suite<G: ShapeGate>(
     }
 }
 
-/// Checks that every case applies serially without rejection and that its
-/// expected scores are non-trivial (the queries reach past the setup).
+/// Checks that every case's steps go serially as the reference model says
+/// (no rejection, every refused step refused, the writers' own reads within
+/// bounds) and that its expected scores are non-trivial (the queries reach
+/// past the setup).
 pub fn check_cases<G: ShapeGate>(explorer: &dyn Explorer) {
     for case in [mixed(), hot_leaf(), private_subtrees(), shared_lane()] {
         let expected = case.expected_scores();
