@@ -17,7 +17,9 @@
 #       crate gates/mutex-gate, with the mutants it honours
 #   loom_ranks  remove_worker with slot reuse (R1) and Cleared (R2) on the
 #       real tree racing a split and a reader, with the release's grace
-#       mutant (verification/src/models/ranks.rs)
+#       mutant (verification/src/models/ranks.rs), and two ranks of a lane
+#       sharing its directory against another lane's store (D1), with the
+#       directory's two mutants (verification/src/models/directory.rs)
 #
 # Usage: .ci/loom.sh [all|models|mutants]   (default: all). `all` and
 # `mutants` first run the unmutated models and stop if one fails, then the

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # shuttle step: whole-tree scenarios (2 writer lanes + 1 reader; the streams
-# hold clears, a worker's removal with a new worker on its slot, and
-# stale-leaf sweeps) and the decode storms (1 writer lane + 2 readers on one
+# hold clears, a worker's removal with a new worker on its slot,
+# stale-leaf sweeps, and in the shared-lane case a store the reference model
+# refuses and a writer's own read) and the decode storms (1 writer lane + 2 readers on one
 # hot leaf) for every gate over the grace-period reclaimer, which frees while
 # the threads run, built once with --features all-strategies, under random
 # and PCT schedulers with fixed seeds, checked against the reference model
 # and the structural walk; plus the negative controls shuttle can see (the
 # RwLock four, the seqlock version bumps, epoch writer exclusion, the
-# retire-before-unlink/unpublish pair and the sweep that frees before the
-# grace period), each caught by its named property or the step fails (the
+# retire-before-unlink/unpublish pair, the sweep that frees before the
+# grace period and the lane directory's two), each caught by its named property or the step fails (the
 # ordering mutants are loom's). Test binaries: shuttle_rwlock,
 # shuttle_seqlock, shuttle_epoch (scenarios in
 # verification/src/models/scenarios.rs).

@@ -3,10 +3,11 @@
 //! epoch gate's publication, retirement, writer exclusion and reader
 //! length rule), of the tree's sweep (its claim, in `crtc`'s
 //! `tree::scheduler`, and its frees, in `tree::children`), of the tree's
-//! child sets (their publication, in `tree::children`) and of the lanes'
-//! cached rank slots and the slots' release (in `tree::slots`), compiled
-//! only into model-checker builds and selected at run time, so one checker
-//! build runs every negative control. Every mutation point, in the gates
+//! child sets (their publication, in `tree::children`), of the lanes'
+//! cached rank slots and the slots' release (in `tree::slots`) and of the
+//! lanes' shared directory (parent resolution and the store skip, in
+//! `tree::store`), compiled only into model-checker builds and selected at
+//! run time, so one checker build runs every negative control. Every mutation point, in the gates
 //! and in the tree, is a `mutant!(Name)` check.
 //!
 //! Each variant's doc names the property whose check must fail on it. A
@@ -15,8 +16,9 @@
 //! per-gate lists ([`Mutant::RWLOCK`], [`Mutant::RWLOCK_LOOM`],
 //! [`Mutant::SEQLOCK`], [`Mutant::EPOCH`]), the tree's ([`Mutant::TREE`],
 //! run under every gate), the sweep trigger's ([`Mutant::SWEEP`]), the
-//! rank slots' ([`Mutant::SLOTS`]) and rank removal's ([`Mutant::RANKS`],
-//! `loom_ranks`) are what the suites run; the catalogue
+//! rank slots' ([`Mutant::SLOTS`]), rank removal's ([`Mutant::RANKS`],
+//! `loom_ranks`) and the lane directory's ([`Mutant::DIRECTORY`],
+//! `loom_ranks` and the shuttle suites) are what the suites run; the catalogue
 //! (`crtc_verification::models::suites`) names the lists each loom and
 //! shuttle suite runs and the property each mutant must fail, and its
 //! coverage test fails when a mutant is in no loom list, or when a listed
@@ -174,6 +176,25 @@ pub enum Mutant {
     /// loaded the set reads entries a writer is writing. Property:
     /// `race-free` (the compact set's tracked cell).
     ChildrenSortedAfterPublish = 44,
+    /// Lane directory: a store's parent resolution skips the check that the
+    /// storing rank covers the parent on the node its lane's entry names
+    /// (checked in `crtc`'s `tree::store::parent`), so a rank stores under
+    /// a parent only another rank of its lane holds: the tree accepts an
+    /// event the reference model refuses (`ParentBlockNotFound`) and
+    /// credits the rank with the blocks before the parent. Must fail
+    /// `read-bounds` (C1: the rank's own lane reads it back above the
+    /// blocks it ever stored; the shuttle case `shared lane`, the loom
+    /// model `D1`).
+    SharedEntrySkipsCoverage = 60,
+    /// Lane directory: the store skip (the blocks a commit places within
+    /// the coverage before it get no directory entry) takes the coverage of
+    /// every slot on the node instead of the lane's slot mask (checked in
+    /// `crtc`'s `tree::store::edge`), so a lane that stores blocks another
+    /// lane's rank covers writes no entries for them, and its next store
+    /// under them finds no parent. Must fail `accepted` (the tree refuses
+    /// that store: `ParentBlockNotFound`; the shuttle case `shared lane`,
+    /// the loom model `D1`).
+    StoreSkipPastLaneCoverage = 61,
 }
 
 impl Mutant {
@@ -232,8 +253,16 @@ impl Mutant {
     /// The mutants of rank removal on the real tree (`loom_ranks`).
     pub const RANKS: [Mutant; 1] = [Mutant::SlotRecycledBeforeGrace];
 
+    /// The mutants of the lanes' shared directory (`crtc::tree::store`):
+    /// parent resolution and the store skip (`loom_ranks`' D1, the shuttle
+    /// case `shared lane`).
+    pub const DIRECTORY: [Mutant; 2] = [
+        Mutant::SharedEntrySkipsCoverage,
+        Mutant::StoreSkipPastLaneCoverage,
+    ];
+
     /// Every mutant, for lookups by name or id.
-    pub const ALL: [Mutant; 31] = [
+    pub const ALL: [Mutant; 33] = [
         Mutant::SkipInternalCheck,
         Mutant::ClearBitBeforeCutoff,
         Mutant::NoInvalidation,
@@ -265,6 +294,8 @@ impl Mutant {
         Mutant::EpochRelaxedLengthPublish,
         Mutant::SeqlockRelaxedLengthPublish,
         Mutant::ChildrenSortedAfterPublish,
+        Mutant::SharedEntrySkipsCoverage,
+        Mutant::StoreSkipPastLaneCoverage,
     ];
 
     /// The mutant with numeric id `id` (`Mutant as u8`; 0 is [`Mutant::None`]).

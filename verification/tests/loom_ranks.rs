@@ -7,14 +7,22 @@
 //! gate only serializes the sweep's section on each node, so one gate runs
 //! them.
 //!
-//! Negative control (`ranks_negative_controls_fail`), in a child process of
-//! this binary: `SlotRecycledBeforeGrace` (a released slot reusable without
-//! waiting for the threads pinned before the release) must make R1 fail
-//! `read-bounds`.
+//! Also the lane directory's model D1
+//! (`crtc_verification::models::directory`): two ranks of one lane share
+//! its entries while another lane stores on the same node.
+//!
+//! Negative controls (`ranks_negative_controls_fail`), each in a child
+//! process of this binary: `SlotRecycledBeforeGrace` (a released slot
+//! reusable without waiting for the threads pinned before the release) must
+//! make R1 fail `read-bounds`; `SharedEntrySkipsCoverage` (parent resolution
+//! without the storing rank's coverage check) must make D1 fail
+//! `read-bounds`, and `StoreSkipPastLaneCoverage` (the store skip counting
+//! every slot's coverage, not the lane's) `accepted`.
 
 #![cfg(crtc_loom)]
 
 use crtc_strategies::RwLockGate;
+use crtc_verification::models::directory;
 use crtc_verification::models::grace::{self, GraceReclaim, QuarantineAlloc};
 use crtc_verification::models::ranks::RankModel;
 use crtc_verification::models::Suite;
@@ -38,7 +46,11 @@ fn suite() -> Suite {
     Suite {
         checker: "loom",
         gate: "ranks",
-        models: RankModel::ALL.iter().map(|m| m.named::<G>(Loom)).collect(),
+        models: RankModel::ALL
+            .iter()
+            .map(|m| m.named::<G>(Loom))
+            .chain([directory::named::<G>(Loom)])
+            .collect(),
     }
 }
 
@@ -50,6 +62,11 @@ fn r1_remove_worker_and_slot_reuse_vs_split_and_reader() {
 #[test]
 fn r2_cleared_vs_split_and_reader() {
     suite().report("R2");
+}
+
+#[test]
+fn d1_shared_directory_vs_other_lane() {
+    suite().report(directory::NAME);
 }
 
 #[test]

@@ -19,7 +19,7 @@ use crate::types::{BlockPair, ExternalSequenceBlockHash};
 use crtc_strategies::shape::{append_demoting, cover_prefix, promote_full, split_at};
 use crtc_strategies::sync::Arc;
 use crtc_strategies::{
-    Commit, LocalBlockHash, ShapeGate, ShapeRead, Slot, SlotBits, Stale, Version,
+    mutant, Commit, LocalBlockHash, ShapeGate, ShapeRead, Slot, SlotBits, Stale, Version,
 };
 
 /// A plan against the edge that holds a hash.
@@ -81,8 +81,23 @@ pub(super) fn known_blocks(
     from: usize,
     blocks: &[BlockPair],
 ) -> usize {
-    let covered = shape.covered_len_by_any(lane_slots);
+    let covered = if mutant!(StoreSkipPastLaneCoverage) {
+        covered_by_every_slot(shape)
+    } else {
+        shape.covered_len_by_any(lane_slots)
+    };
     covered.saturating_sub(from).min(blocks.len())
+}
+
+/// The longest prefix any slot on the node covers, whatever its lane: the
+/// store skip of `Mutant::StoreSkipPastLaneCoverage`.
+fn covered_by_every_slot(shape: &impl ShapeRead) -> usize {
+    if shape.has_full() {
+        return shape.len();
+    }
+    let mut longest = 0;
+    shape.for_each_cutoff(|_, k| longest = longest.max(k as usize));
+    longest.min(shape.len())
 }
 
 impl<G: ShapeGate> Tree<G> {

@@ -17,6 +17,8 @@
 //!   removal and the slot's reuse, on the real `SlotRegistry`;
 //! - [`ranks`] (loom): `remove_worker` and `Cleared` on the real tree
 //!   racing a split and a reader, with the removed rank's slot reused;
+//! - [`directory`] (loom): two ranks of one lane sharing its directory on
+//!   the real tree, against another lane's store on the same node;
 //! - [`unlink`] (loom): the stale-leaf sweep on the real tree, racing a
 //!   reader and a store on the leaf it unlinks;
 //! - [`scenarios`] (shuttle): whole-tree scenarios checked against the
@@ -40,6 +42,8 @@
 //! statistics runs alone in a child process ([`alone`]).
 
 pub mod controls;
+#[cfg(crtc_loom)]
+pub mod directory;
 pub mod events;
 pub mod explorer;
 #[cfg(crtc_loom)]

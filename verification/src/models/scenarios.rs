@@ -30,6 +30,13 @@
 //!   a worker's removal with a new worker, sweeps); the writers share only
 //!   the root, so the final state does not depend on the interleaving
 //!   (conflict-free).
+//! - **shared lane**: the lane directory (papers/protocols.md §2.1): a rank
+//!   of writer 1 covers a prompt before both ranks of writer 0 store it
+//!   (writer 0's lane must still write its entries), one rank of writer 0
+//!   continues it, and the other stores under that continuation, which it
+//!   does not hold (an event the reference model refuses, though its lane's
+//!   entry names the node), then reads the continuation back itself; the
+//!   other lane shares the continuation and splits the prompt.
 //!
 //! Every schedule runs over the grace-period reclaimer and its quarantining
 //! allocator ([`grace`]; the test binaries instantiate the gates with
@@ -39,9 +46,11 @@
 //! Each scenario reports how many blocks the reclaimer freed before the
 //! join, summed over its schedules, and fails if it freed none.
 //!
-//! Checks: every read during the run stays within `ReadBounds` (C1: at most
-//! the blocks the rank ever stored; at least the setup blocks it never
-//! evicts or clears); after the join, no event was rejected (C4) and every
+//! Checks: every read during the run (the reader's, and a writer's own read
+//! between its events) stays within `ReadBounds` (C1: at most the blocks
+//! the rank ever stored; at least the setup blocks it never evicts or
+//! clears); after the join, no event was rejected (C4), every event the
+//! reference model refuses was refused, and every
 //! query's scores equal the reference model's held prefix for every rank
 //! (C2, strict streams), the tree holds exactly the (rank, block, parent)
 //! entries the reference model holds after every event (`membership`: every
@@ -92,28 +101,71 @@ pub enum Step {
     Op(Op),
     /// A stale-leaf sweep on this thread (skipped when one is in flight).
     Sweep,
+    /// An event the reference model refuses (a store under a parent only
+    /// another rank of the lane holds): the tree must refuse it too.
+    Refused(RouterEvent),
+    /// A read by the writer between its events, checked against the read
+    /// bounds as the reader's reads are.
+    Read(Vec<u64>),
 }
 
-/// Runs one step on `lane`; returns the rejection, if the tree refused an
-/// event.
-fn run_step<G: ShapeGate>(tree: &Tree<G>, lane: &mut Lane<G>, step: &Step) -> Option<String> {
-    match step {
-        Step::Op(op) => apply_op(tree, lane, op),
-        Step::Sweep => {
-            tree.sweep_stale();
-            None
-        }
+/// What a writer's steps produced.
+#[derive(Default)]
+struct WriterRun {
+    /// The tree's refusals of events the reference model applies (C4).
+    rejected: Vec<String>,
+    /// Events the reference model refuses that the tree applied.
+    wrongly_accepted: Vec<String>,
+    /// The writer's own reads outside their bounds.
+    violations: Vec<String>,
+}
+
+impl WriterRun {
+    /// Whether every step went as the reference model says.
+    fn is_clean(&self) -> bool {
+        self.rejected.is_empty() && self.wrongly_accepted.is_empty() && self.violations.is_empty()
     }
 }
 
+/// Runs a writer's `steps` on `lane`, its reads checked against `bounds`.
+fn run_steps<G: ShapeGate>(
+    tree: &Tree<G>,
+    lane: &mut Lane<G>,
+    steps: &[Step],
+    bounds: &ReadBounds,
+) -> WriterRun {
+    let mut run = WriterRun::default();
+    for step in steps {
+        match step {
+            Step::Op(op) => run.rejected.extend(apply_op(tree, lane, op)),
+            Step::Sweep => {
+                tree.sweep_stale();
+            }
+            Step::Refused(event) => {
+                if tree.apply_event(lane, event).is_ok() {
+                    run.wrongly_accepted.push(format!("{event:?}"));
+                }
+            }
+            Step::Read(locals) => {
+                let scores = tree.find_matches(&query(locals), false);
+                run.violations
+                    .extend(bounds.check(&query(locals), &scores).err());
+            }
+        }
+    }
+    run
+}
+
 /// A step as the reference model and the read bounds see it: an event, a
-/// worker's removal as its one rank's `Cleared`, nothing for a sweep.
+/// worker's removal as its one rank's `Cleared`, nothing for a sweep, a
+/// refused event (the reference model leaves its state as it was) or a
+/// read.
 fn as_event(step: &Step) -> Option<RouterEvent> {
     match step {
         Step::Op(Op::Event(event)) => Some(event.clone()),
         Step::Op(Op::RemoveWorker(worker)) => Some(RouterEvent::cleared(rank(*worker))),
         Step::Op(Op::RemoveWorkerDpRank(r)) => Some(RouterEvent::cleared(*r)),
-        Step::Sweep => None,
+        Step::Sweep | Step::Refused(_) | Step::Read(_) => None,
     }
 }
 
@@ -210,6 +262,20 @@ impl RankStream {
     pub fn rejoin_as(&mut self, worker: u64) -> &mut Self {
         self.worker = worker;
         self.seq.clear();
+        self
+    }
+
+    /// A store of `locals` under `prefix`, which this rank does not hold
+    /// (another rank of its lane does): the reference model refuses it.
+    pub fn refused(&mut self, prefix: &[u64], locals: &[u64]) -> &mut Self {
+        self.steps
+            .push(Step::Refused(store(self.worker, prefix, locals)));
+        self
+    }
+
+    /// The writer reads `locals` back (checked against the read bounds).
+    pub fn read(&mut self, locals: &[u64]) -> &mut Self {
+        self.steps.push(Step::Read(locals.to_vec()));
         self
     }
 
@@ -453,6 +519,35 @@ pub fn private_subtrees() -> Case {
     Case::new("private subtrees", setup, r, true)
 }
 
+/// The shared-lane scenario: two ranks of one lane share its directory
+/// (papers/protocols.md §2.1) while the other lane's ranks hold the same
+/// blocks and split them.
+pub fn shared_lane() -> Case {
+    let prompt = [1, 2, 3, 4];
+    let mut r = [1, 2, 3, 4].map(RankStream::new);
+    // Rank 3 (writer 1) covers the prompt before writer 0's ranks store it:
+    // writer 0's lane still writes its entries (the store skip counts only
+    // its own ranks' coverage), so rank 1's continuation finds its parent.
+    let setup = [vec![], vec![], r[2].extend(&prompt).take(), vec![]];
+    r[0].extend(&prompt)
+        .extend(&[5, 6])
+        .decode(&[7, 8])
+        .evict_tail(1);
+    // Rank 2 holds the prompt only. Its store of 6 under 5, which only
+    // rank 1 holds, is refused although the lane's entry for 5 names the
+    // node (the parent walk checks the storing rank's coverage), and its
+    // own read of the continuation credits it with the prompt only.
+    r[1].extend(&prompt)
+        .refused(&[1, 2, 3, 4, 5], &[6])
+        .read(&[1, 2, 3, 4, 5, 6])
+        .extend(&[9]);
+    // Writer 1: rank 3 stores rank 1's continuation on its own lane and
+    // decodes on that leaf; rank 4 splits the prompt.
+    r[2].extend(&[5, 6]).decode(&[10]);
+    r[3].extend(&prompt).branch(2, &[20]);
+    Case::new("shared lane", setup, r, false)
+}
+
 /// The serial fast-path-off outcome of a case (writer 0's steps, then
 /// writer 1's, then a sweep), computed in a one-schedule run.
 pub fn serial_outcome<G: ShapeGate>(explorer: &dyn Explorer, case: &Case) -> Observation {
@@ -461,11 +556,17 @@ pub fn serial_outcome<G: ShapeGate>(explorer: &dyn Explorer, case: &Case) -> Obs
     run_once(explorer, move || {
         grace::one_execution(|| {
             let (tree, mut lanes) = scenario.prepare::<G>(model_config(false));
+            let bounds = scenario.read_bounds();
             for (lane, steps) in lanes.iter_mut().zip(&steps) {
-                for step in steps {
-                    let rejected = run_step(&tree, lane, step);
-                    assert!(rejected.is_none(), "a serial step applies: {rejected:?}");
-                }
+                let run = run_steps(&tree, lane, steps, &bounds);
+                assert!(
+                    run.is_clean(),
+                    "serial steps go as the reference model says: rejected {:?}, \
+                     wrongly accepted {:?}, reads out of bounds {:?}",
+                    run.rejected,
+                    run.wrongly_accepted,
+                    run.violations
+                );
             }
             tree.sweep_stale();
             let observed = observe(&tree, &scenario.queries);
@@ -500,6 +601,9 @@ thread_local! {
 /// check runs.
 struct Outcome {
     rejected: Vec<String>,
+    /// Refused steps the tree applied.
+    wrongly_accepted: Vec<String>,
+    /// The reader's and the writers' reads outside their bounds.
     violations: Vec<String>,
     observed: Observation,
     held: Vec<Membership>,
@@ -520,12 +624,10 @@ fn execute<G: ShapeGate>(checks: &Checks) -> Outcome {
         .zip(checks.steps.iter().cloned())
         .map(|(mut lane, steps)| {
             let tree = Arc::clone(&tree);
+            let bounds = checks.bounds.clone();
             thread::spawn(move || {
-                let rejected: Vec<String> = steps
-                    .iter()
-                    .filter_map(|step| run_step(&tree, &mut lane, step))
-                    .collect();
-                (rejected, lane)
+                let run = run_steps(&tree, &mut lane, &steps, &bounds);
+                (run, lane)
             })
         })
         .collect();
@@ -533,22 +635,13 @@ fn execute<G: ShapeGate>(checks: &Checks) -> Outcome {
         let tree = Arc::clone(&tree);
         let queries = checks.reader_queries.clone();
         let bounds = checks.bounds.clone();
-        thread::spawn(move || {
-            let mut violations = Vec::new();
-            for _ in 0..READER_ROUNDS {
-                for q in &queries {
-                    let scores = tree.find_matches(&query(q), false);
-                    violations.extend(bounds.check(&query(q), &scores).err());
-                }
-            }
-            violations
-        })
+        thread::spawn(move || read_rounds(&tree, &queries, &bounds))
     };
     let results: Vec<_> = writers
         .into_iter()
         .map(|h| h.join().expect("a writer panicked"))
         .collect();
-    let violations = reader.join().expect("the reader panicked");
+    let mut violations = reader.join().expect("the reader panicked");
     FREED_BEFORE_JOIN.with(|f| f.set(f.get() + grace::freed_in_execution()));
     let observed = observe(&*tree, &scenario.queries);
     let held = membership(&*tree);
@@ -557,18 +650,40 @@ fn execute<G: ShapeGate>(checks: &Checks) -> Outcome {
         tree.sweep_stale();
         observe(&*tree, &scenario.queries)
     });
-    let rejected = results.iter().flat_map(|(r, _)| r.clone()).collect();
-    drop(results);
+    let runs: Vec<WriterRun> = results.into_iter().map(|(run, _)| run).collect();
+    let rejected = runs.iter().flat_map(|r| r.rejected.clone()).collect();
+    let wrongly_accepted = runs
+        .iter()
+        .flat_map(|r| r.wrongly_accepted.clone())
+        .collect();
+    violations.extend(runs.into_iter().flat_map(|r| r.violations));
     drop(tree);
     grace::end_execution();
     Outcome {
         rejected,
+        wrongly_accepted,
         violations,
         observed,
         held,
         faults,
         swept,
     }
+}
+
+/// The reader's rounds over `queries`; returns the reads outside `bounds`.
+fn read_rounds<G: ShapeGate>(
+    tree: &Tree<G>,
+    queries: &[Vec<u64>],
+    bounds: &ReadBounds,
+) -> Vec<String> {
+    let mut violations = Vec::new();
+    for _ in 0..READER_ROUNDS {
+        for q in queries {
+            let scores = tree.find_matches(&query(q), false);
+            violations.extend(bounds.check(&query(q), &scores).err());
+        }
+    }
+    violations
 }
 
 /// One schedule: two writers and a reader on a fresh tree, then the checks.
@@ -586,6 +701,12 @@ fn schedule<G: ShapeGate>(checks: &Checks) {
         outcome.violations.is_empty(),
         "{name}: reads during the run broke their bounds: {:?}",
         outcome.violations
+    );
+    check!(
+        Property::Accepted,
+        outcome.wrongly_accepted.is_empty(),
+        "{name}: the tree applied events the reference model refuses: {:?}",
+        outcome.wrongly_accepted
     );
     if outcome.held != checks.held {
         let extra: Vec<_> = outcome
@@ -679,7 +800,7 @@ pub fn explore<G: ShapeGate>(explorer: &dyn Explorer, case: &Case, fast_path: bo
 }
 
 /// The cases by name.
-pub const CASES: [&str; 3] = ["mixed", "hot_leaf", "private_subtrees"];
+pub const CASES: [&str; 4] = ["mixed", "hot_leaf", "private_subtrees", "shared_lane"];
 
 /// The case named `name`.
 pub fn case_by_name(name: &str) -> Case {
@@ -687,6 +808,7 @@ pub fn case_by_name(name: &str) -> Case {
         "mixed" => mixed(),
         "hot_leaf" => hot_leaf(),
         "private_subtrees" => private_subtrees(),
+        "shared_lane" => shared_lane(),
         other => panic!("unknown shuttle case {other}"),
     }
 }
@@ -715,11 +837,15 @@ pub fn report<G: ShapeGate>(
 
 /// What must catch `mutant` in the scenarios: the property
 /// [`shuttle_catch`](super::suites::shuttle_catch) names for it, failed by
-/// any case.
+/// any case (the lane directory's mutants: the case built for them, so the
+/// others are not explored in vain first).
 pub fn case_catch(mutant: Mutant) -> Catch {
     let property = super::suites::shuttle_catch(mutant).unwrap_or_else(|| {
         panic!("{mutant:?} is not a shuttle negative control (suites::shuttle_catch)")
     });
+    if Mutant::DIRECTORY.contains(&mutant) {
+        return Catch::new(property, &["shared_lane"]);
+    }
     Catch::new(property, &CASES)
 }
 
@@ -753,10 +879,12 @@ pub fn case_suite<G: ShapeGate>(
     }
 }
 
-/// Checks that every case applies serially without rejection and that its
-/// expected scores are non-trivial (the queries reach past the setup).
+/// Checks that every case's steps go serially as the reference model says
+/// (no rejection, every refused step refused, the writers' own reads within
+/// bounds) and that its expected scores are non-trivial (the queries reach
+/// past the setup).
 pub fn check_cases<G: ShapeGate>(explorer: &dyn Explorer) {
-    for case in [mixed(), hot_leaf(), private_subtrees()] {
+    for case in [mixed(), hot_leaf(), private_subtrees(), shared_lane()] {
         let expected = case.expected_scores();
         let best = expected
             .iter()
