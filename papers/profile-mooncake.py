@@ -68,7 +68,7 @@ CATEGORIES = [
     ("edge index", re.compile(r"edge_index|EdgeIndex|AtomicIndex")),
     ("coverage", re.compile(r"::bits::|SlotBits|Coverage|cutoff|demot|promote|cover_child")),
     ("child lookup", re.compile(r"::children::|child_step")),
-    ("lane entries", re.compile(r"::rank_table::|::lane::")),
+    ("lane entries", re.compile(r"::rank_table::|::directory::|::rank_slots::|::lane::")),
     ("rank slots", re.compile(r"::slots::")),
     ("gate sync", re.compile(r"parking_lot|lock_shared|lock_exclusive|Backoff|spin_loop|"
                              r"::sync::|::seqlock::(payload::Words|SeqlockGate<R>::validated)")),
