@@ -38,8 +38,8 @@
 
 use super::lane::NodeId;
 use crate::types::ExternalSequenceBlockHash;
-use rustc_hash::FxHashMap;
-use std::collections::hash_map::Entry;
+use hashbrown::HashTable;
+use std::hash::{BuildHasher, Hasher};
 
 /// An external hash as a lookup key: two 32-bit halves, so that with its
 /// 4-byte [`NodeId`] an entry takes 12 bytes in the table instead of the 16
@@ -53,10 +53,26 @@ impl From<ExternalSequenceBlockHash> for Key {
     }
 }
 
-impl std::hash::Hash for Key {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        state.write_u64(u64::from(self.0[1]) << 32 | u64::from(self.0[0]));
+impl Key {
+    fn hash(self) -> ExternalSequenceBlockHash {
+        ExternalSequenceBlockHash(u64::from(self.0[1]) << 32 | u64::from(self.0[0]))
     }
+
+    /// The table's hash of the key (Fx over the 64-bit block hash).
+    #[inline]
+    fn table_hash(self) -> u64 {
+        let mut hasher = rustc_hash::FxBuildHasher.build_hasher();
+        hasher.write_u64(self.hash().0);
+        hasher.finish()
+    }
+}
+
+/// One entry: the key and the node it names.
+type Slot = (Key, NodeId);
+
+/// The table's hash of an entry, for rehashing.
+fn slot_hash(slot: &Slot) -> u64 {
+    slot.0.table_hash()
 }
 
 /// Tables at or below this capacity are never shrunk.
@@ -65,7 +81,7 @@ const MIN_SHRINK_CAPACITY: usize = 64;
 /// A lane's directory (module docs).
 #[derive(Debug, Default)]
 pub(crate) struct Directory {
-    entries: FxHashMap<Key, NodeId>,
+    entries: HashTable<Slot>,
     /// The capacity the table had when it last held no tombstones.
     full: usize,
 }
@@ -79,7 +95,10 @@ impl Directory {
     /// The node the entry for `hash` names.
     #[inline]
     pub(crate) fn get(&self, hash: ExternalSequenceBlockHash) -> Option<NodeId> {
-        self.entries.get(&hash.into()).copied()
+        let key = Key::from(hash);
+        self.entries
+            .find(key.table_hash(), |s| s.0 == key)
+            .map(|s| s.1)
     }
 
     /// Points `hash` at `id`; returns the node it named before.
@@ -101,10 +120,21 @@ impl Directory {
         let mut changed = 0;
         let mut replaced = Vec::new();
         for hash in hashes {
-            match self.entries.insert(hash.into(), id) {
-                Some(old) if old == id => continue,
-                Some(old) => replaced.push(old),
-                None => {}
+            let key = Key::from(hash);
+            let entry = self
+                .entries
+                .entry(key.table_hash(), |s| s.0 == key, slot_hash);
+            match entry {
+                hashbrown::hash_table::Entry::Occupied(mut slot) => {
+                    let old = std::mem::replace(&mut slot.get_mut().1, id);
+                    if old == id {
+                        continue;
+                    }
+                    replaced.push(old);
+                }
+                hashbrown::hash_table::Entry::Vacant(slot) => {
+                    slot.insert((key, id));
+                }
             }
             changed += 1;
         }
@@ -127,28 +157,25 @@ impl Directory {
         hash: ExternalSequenceBlockHash,
         remove: impl FnOnce(NodeId) -> bool,
     ) -> Option<NodeId> {
-        let Entry::Occupied(entry) = self.entries.entry(hash.into()) else {
-            return None;
-        };
-        if !remove(*entry.get()) {
+        let key = Key::from(hash);
+        let entry = self
+            .entries
+            .find_entry(key.table_hash(), |s| s.0 == key)
+            .ok()?;
+        if !remove(entry.get().1) {
             return None;
         }
-        Some(entry.remove())
+        Some(entry.remove().0 .1)
     }
 
     /// Every entry, as (hash, node).
     pub(crate) fn iter(&self) -> impl Iterator<Item = (ExternalSequenceBlockHash, NodeId)> + '_ {
-        self.entries.iter().map(|(k, &id)| {
-            (
-                ExternalSequenceBlockHash(u64::from(k.0[1]) << 32 | u64::from(k.0[0])),
-                id,
-            )
-        })
+        self.entries.iter().map(|&(key, id)| (key.hash(), id))
     }
 
     /// The nodes of every entry, one per entry.
     pub(crate) fn into_ids(self) -> impl Iterator<Item = NodeId> {
-        self.entries.into_values()
+        self.entries.into_iter().map(|(_, id)| id)
     }
 
     /// Makes room for `additional` more entries (module docs).
@@ -160,11 +187,12 @@ impl Directory {
             return;
         }
         if room >= self.full {
-            self.entries.reserve(additional);
+            self.entries.reserve(additional, slot_hash);
         } else {
-            let mut fresh =
-                FxHashMap::with_capacity_and_hasher(needed + needed / 2, Default::default());
-            fresh.extend(self.entries.drain());
+            let mut fresh = HashTable::with_capacity(needed + needed / 2);
+            for slot in self.entries.drain() {
+                fresh.insert_unique(slot_hash(&slot), slot, slot_hash);
+            }
             self.entries = fresh;
         }
         self.full = self.entries.capacity();
@@ -173,12 +201,12 @@ impl Directory {
     /// Shrinks to room for half again its live entries once that takes at
     /// most half its capacity (module docs).
     pub(crate) fn shrink_if_sparse(&mut self) {
-        // Tombstones lower the room the map reports; `full` is its capacity
-        // without them.
+        // Tombstones lower the room the table reports; `full` is its
+        // capacity without them.
         let capacity = self.entries.capacity().max(self.full);
         let target = self.entries.len() + self.entries.len() / 2;
         if capacity > MIN_SHRINK_CAPACITY && target * 2 <= capacity {
-            self.entries.shrink_to(target);
+            self.entries.shrink_to(target, slot_hash);
             self.full = self.entries.capacity();
         }
     }
@@ -191,7 +219,7 @@ impl Directory {
 
 #[cfg(test)]
 mod tests {
-    use super::{Directory, Key, NodeId};
+    use super::{slot_hash, Directory, Key, NodeId};
     use crate::types::ExternalSequenceBlockHash;
 
     /// Block hashes look random; sequential keys would spread unnaturally
@@ -292,13 +320,16 @@ mod tests {
             if managed {
                 assert!(table.remove(evicted).is_some());
             } else {
-                assert!(table.entries.remove(&evicted.into()).is_some());
+                assert!(table.remove_if(evicted, |_| true).is_some());
             }
             full += (table.len() == table.capacity()) as usize;
             if managed {
                 table.insert(hash(k), NodeId(0));
             } else {
-                table.entries.insert(hash(k).into(), NodeId(0));
+                let key = Key::from(hash(k));
+                table
+                    .entries
+                    .insert_unique(key.table_hash(), (key, NodeId(0)), slot_hash);
             }
             keys.push(k);
             peak = peak.max(table.capacity());
