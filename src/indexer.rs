@@ -130,7 +130,7 @@ fn run_task<G: ShapeGate>(tree: &Tree<G>, lane: &mut Lane<G>, task: Task) {
         }
         Task::DropRanks(target, ack) => {
             let ranks: Vec<_> = lane.ranks().filter(|&r| target.matches(r)).collect();
-            ranks.into_iter().for_each(|r| tree.drop_lane_rank(lane, r));
+            tree.drop_lane_ranks(lane, &ranks);
             let _ = ack.send(());
         }
         Task::Sweep(claim) => {

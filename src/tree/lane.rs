@@ -30,7 +30,7 @@ use crate::tree::rank_slots::RankSlots;
 use crate::tree::slots::CachedSlot;
 use crate::types::{ExternalSequenceBlockHash, WorkerWithDpRank};
 use crtc_strategies::sync::Arc;
-use crtc_strategies::{ShapeGate, SlotBits};
+use crtc_strategies::{ShapeGate, Slot, SlotBits};
 use rustc_hash::FxHashMap;
 
 /// A dense, lane-local name for a held node.
@@ -57,6 +57,10 @@ pub struct Lane<G: ShapeGate> {
     /// The cached slots of `ranks`, as a set: the lane's coverage on a node
     /// is the longest prefix one of them covers.
     mask: SlotBits,
+    /// How many registered ranks cache each slot (by slot index): a slot
+    /// leaves `mask` when its last user does (a stale cached slot may
+    /// equal another rank's).
+    mask_users: Vec<u32>,
     directory: Directory,
     holds: Vec<Option<Hold<G>>>,
     free: Vec<u32>,
@@ -70,6 +74,7 @@ impl<G: ShapeGate> Default for Lane<G> {
         Self {
             ranks: RankSlots::default(),
             mask: SlotBits::new(),
+            mask_users: Vec::new(),
             directory: Directory::default(),
             holds: Vec::new(),
             free: Vec::new(),
@@ -101,17 +106,33 @@ impl<G: ShapeGate> Lane<G> {
 
     /// Registers `rank` with the slot the caller just acquired for it.
     pub(crate) fn remember_slot(&mut self, rank: WorkerWithDpRank, slot: CachedSlot) {
-        *self.ranks.get_or_insert(rank) = Some(slot);
-        self.remask();
+        let old = self.ranks.get_or_insert(rank).replace(slot);
+        if let Some(old) = old {
+            self.unmask(old.slot());
+        }
+        self.mask_in(slot.slot());
     }
 
-    /// Rebuilds the slot mask from the cached slots (a rank's slot changes
-    /// or a rank leaves: rare, so a rebuild is simpler than an update that
-    /// must know whether another rank shares a stale slot).
-    fn remask(&mut self) {
-        self.mask.clear();
-        for cached in self.ranks.slots() {
-            self.mask.insert(cached.slot());
+    /// Counts a user of `slot` in the mask.
+    fn mask_in(&mut self, slot: Slot) {
+        let index = slot.index();
+        if self.mask_users.len() <= index {
+            self.mask_users.resize(index + 1, 0);
+        }
+        self.mask_users[index] += 1;
+        if self.mask_users[index] == 1 {
+            self.mask.insert(slot);
+        }
+    }
+
+    /// Drops a user of `slot` from the mask.
+    fn unmask(&mut self, slot: Slot) {
+        let Some(users) = self.mask_users.get_mut(slot.index()) else {
+            return;
+        };
+        *users = users.saturating_sub(1);
+        if *users == 0 {
+            self.mask.remove(slot);
         }
     }
 
@@ -331,19 +352,22 @@ impl<G: ShapeGate> Lane<G> {
     }
 
     /// Unregisters `rank`. Its blocks' entries are the tree's to scrub
-    /// (`Tree::drop_lane_rank`), except when it was the lane's last rank:
+    /// (`Tree::drop_lane_ranks`), except when it was the lane's last rank:
     /// then the whole directory goes.
-    pub(crate) fn drop_rank(&mut self, rank: WorkerWithDpRank) {
-        if !self.ranks.remove(rank) {
-            return;
+    /// Returns whether `rank` was registered.
+    pub(crate) fn drop_rank(&mut self, rank: WorkerWithDpRank) -> bool {
+        let Some(cached) = self.ranks.remove(rank) else {
+            return false;
+        };
+        if let Some(cached) = cached {
+            self.unmask(cached.slot());
         }
-        self.remask();
-        if !self.ranks.is_empty() {
-            return;
+        if self.ranks.is_empty() {
+            for id in std::mem::take(&mut self.directory).into_ids() {
+                self.count(id, -1);
+            }
         }
-        for id in std::mem::take(&mut self.directory).into_ids() {
-            self.count(id, -1);
-        }
+        true
     }
 
     /// The held nodes the directory names, each with the hashes of its

@@ -231,7 +231,7 @@ impl<G: ShapeGate> Tree<G> {
     fn remove_ranks(&self, lanes: &mut [&mut Lane<G>], target: &dyn Fn(WorkerWithDpRank) -> bool) {
         for lane in lanes.iter_mut() {
             let ranks: Vec<_> = lane.ranks().filter(|r| target(*r)).collect();
-            ranks.into_iter().for_each(|r| self.drop_lane_rank(lane, r));
+            self.drop_lane_ranks(lane, &ranks);
         }
         self.release_ranks(target);
     }

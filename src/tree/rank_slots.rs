@@ -55,26 +55,19 @@ impl RankSlots {
         &mut self.ranks[position].1
     }
 
-    /// Unregisters `rank`; returns whether it was registered.
-    pub(crate) fn remove(&mut self, rank: WorkerWithDpRank) -> bool {
-        let Some(position) = self.positions.remove(&rank) else {
-            return false;
-        };
-        self.ranks.swap_remove(position);
+    /// Unregisters `rank`; returns its cached slot if it was registered.
+    pub(crate) fn remove(&mut self, rank: WorkerWithDpRank) -> Option<Option<CachedSlot>> {
+        let position = self.positions.remove(&rank)?;
+        let (_, cached) = self.ranks.swap_remove(position);
         if let Some((moved, _)) = self.ranks.get(position) {
             self.positions.insert(*moved, position);
         }
-        true
+        Some(cached)
     }
 
     /// The registered ranks.
     pub(crate) fn ranks(&self) -> impl Iterator<Item = WorkerWithDpRank> + '_ {
         self.ranks.iter().map(|(rank, _)| *rank)
-    }
-
-    /// The cached slots of the registered ranks that have one.
-    pub(crate) fn slots(&self) -> impl Iterator<Item = CachedSlot> + '_ {
-        self.ranks.iter().filter_map(|(_, slot)| *slot)
     }
 
     /// Whether no rank is registered.
@@ -106,13 +99,17 @@ mod tests {
         let mut slots = registered(&ranks);
         assert_eq!(owner(&slots, ranks[1]), Some(Slot(1)));
         // Removing rank 1 moves rank 3 into the remembered position.
-        assert!(slots.remove(ranks[1]));
+        assert!(slots.remove(ranks[1]).is_some());
         assert_eq!(owner(&slots, ranks[1]), None);
         assert_eq!(owner(&slots, ranks[3]), Some(Slot(3)));
         // Removing the last rank leaves the remembered position past the end.
-        assert!(slots.remove(ranks[2]));
+        assert!(slots.remove(ranks[2]).is_some());
         assert_eq!(owner(&slots, ranks[3]), Some(Slot(3)));
-        assert!(slots.remove(ranks[3]));
+        assert_eq!(
+            slots.remove(ranks[3]),
+            Some(Some(CachedSlot::unstamped(Slot(3))))
+        );
+        assert_eq!(slots.remove(ranks[3]), None);
         assert_eq!(owner(&slots, ranks[3]), None);
         assert_eq!(owner(&slots, ranks[0]), Some(Slot(0)));
         let left: Vec<_> = slots.ranks().collect();
@@ -120,6 +117,5 @@ mod tests {
         slots.get_or_insert(ranks[1]);
         assert_eq!(slots.get(ranks[1]), Some(None));
         assert_eq!(owner(&slots, ranks[0]), Some(Slot(0)));
-        assert_eq!(slots.slots().count(), 1);
     }
 }

@@ -32,7 +32,7 @@
 //! lane's dead tally (see `sweep`).
 //!
 //! `Cleared` unregisters the rank from the lane and drops the entries of the
-//! blocks no other rank of the lane covers (`drop_lane_rank`), and keeps its
+//! blocks no other rank of the lane covers (`drop_lane_ranks`), and keeps its
 //! slot. Under a pin it
 //! reads the slot, then sweeps it out of every node reachable from the root
 //! and the anchors, checking before each node, under the current pin, that
@@ -191,16 +191,18 @@ impl<G: ShapeGate> Tree<G> {
         removal.ok().flatten()
     }
 
-    /// Unregisters `rank` from `lane` and drops the directory entries of
-    /// the blocks no other rank of the lane covers (positions past their
+    /// Unregisters `ranks` from `lane` and drops the directory entries of
+    /// the blocks no rank left on the lane covers (positions past the lane's
     /// coverage on the node an entry names; an entry whose block left that
     /// node for a split suffix stays, since another rank may hold it there).
-    pub(crate) fn drop_lane_rank(&self, lane: &mut Lane<G>, rank: WorkerWithDpRank) {
-        if !lane.has_rank(rank) {
-            return;
+    /// One pass over the directory for all of `ranks` (a worker's removal
+    /// drops every dp rank of it at once).
+    pub(crate) fn drop_lane_ranks(&self, lane: &mut Lane<G>, ranks: &[WorkerWithDpRank]) {
+        let mut dropped = false;
+        for &rank in ranks {
+            dropped |= lane.drop_rank(rank);
         }
-        lane.drop_rank(rank);
-        if lane.ranks().next().is_none() {
+        if !dropped || lane.ranks().next().is_none() {
             return;
         }
         let guard = G::Reclaim::pin();
@@ -216,7 +218,7 @@ impl<G: ShapeGate> Tree<G> {
 
     pub(super) fn apply_cleared(&self, lane: &mut Lane<G>, rank: WorkerWithDpRank) {
         let registered = lane.has_rank(rank);
-        self.drop_lane_rank(lane, rank);
+        self.drop_lane_ranks(lane, &[rank]);
         if registered {
             lane.add_rank(rank);
         }
