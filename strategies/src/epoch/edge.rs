@@ -121,10 +121,9 @@ impl EdgeBuf {
     /// only; nothing is visible until published.
     pub(super) fn write(&self, pos: usize, pair: BlockPair) {
         if let Some(cell) = self.pairs.get(pos) {
-            // SAFETY: the caller holds the node's lock (the only writer) and
-            // `pos` is at or past every length published so far, which no
-            // reader reads past (module docs); a Release store publishes it
-            // later.
+            // A Release store publishes the pair later (module docs).
+            // SAFETY: the caller holds the node's lock (the only writer); no
+            // reader reads at `pos`, at or past every published length.
             cell.with_mut(|slot| unsafe { *slot = pair });
             if let Some(index) = &self.index {
                 index.insert(pair.external, pos, |p| self.pair(p).external.0);
