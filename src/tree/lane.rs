@@ -297,20 +297,6 @@ impl<G: ShapeGate> Lane<G> {
         changed
     }
 
-    /// Removes the entry of `hash` if it names `node` (a repair found the
-    /// block nowhere below it: the entry leads nowhere).
-    pub(crate) fn scrub(&mut self, hash: ExternalSequenceBlockHash, node: &Node<G>) {
-        let Some(id) = self.id_of(node) else { return };
-        if self
-            .directory
-            .remove_if(hash, |named| named == id)
-            .is_some()
-        {
-            self.directory.shrink_if_sparse();
-            self.count(id, -1);
-        }
-    }
-
     /// Removes the entries of `hashes` that name one of `nodes`, probing
     /// each hash once (blocks no rank of the lane covers any more).
     pub(crate) fn remove_naming(

@@ -142,7 +142,7 @@ impl<G: ShapeGate> Tree<G> {
             match self.repair(lane, &node, first, Direction::TowardHead, guard) {
                 Some(resolved) => node = resolved,
                 None => {
-                    lane.scrub(first, &origin);
+                    lane.remove_naming(&[first], [&origin, &origin]);
                     return 1;
                 }
             }
