@@ -66,6 +66,22 @@ fn sharded_from<G: ShapeGate>(entries: impl IntoIterator<Item = Entry<G>>) -> Ch
     ChildSet::Sharded(shards)
 }
 
+/// Shards at or below this capacity are never shrunk.
+const SHARD_SHRINK_MIN: usize = 16;
+
+/// Shrinks a shard once at most a quarter of its capacity is live, to twice
+/// its live entries. A map never shrinks by itself, so without this a node
+/// that once had many children (the root, after a burst of distinct
+/// prompts) keeps the room for all of them: on the chat preset the root's
+/// shards held 238 KB for 485 children. Amortized O(1): after a shrink the
+/// shard is half full, so at least a quarter of its capacity must be removed
+/// before the next, and as much inserted before it grows.
+fn shrink_if_sparse<G: ShapeGate>(shard: &mut FxHashMap<LocalBlockHash, Arc<Node<G>>>) {
+    if shard.capacity() > SHARD_SHRINK_MIN && shard.len() * 4 <= shard.capacity() {
+        shard.shrink_to(shard.len() * 2);
+    }
+}
+
 /// The published state holding exactly `entries` (sorted here).
 fn set_from<G: ShapeGate>(mut entries: Vec<Entry<G>>) -> ChildSet<G> {
     entries.sort_unstable_by_key(|(k, _)| *k);
@@ -249,6 +265,7 @@ impl<G: ShapeGate> Children<G> {
                     return false;
                 }
                 let removed = shard.remove(&key);
+                shrink_if_sparse(&mut shard);
                 if mutant!(SweepFreesBeforeGrace) {
                     // Broken on purpose: the unlinked entry is dropped at once.
                     drop(removed);

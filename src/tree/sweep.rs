@@ -234,6 +234,31 @@ mod tests {
     }
 
     #[test]
+    fn sweep_shrinks_a_root_left_with_few_children() {
+        let tree = Tree::<crtc_strategies::RwLockGate>::default();
+        let children: Vec<_> = (1..=512).map(holderless).collect();
+        let guard = crtc_strategies::EpochReclaim::pin();
+        for (local, child) in (1..).zip(&children) {
+            tree.root
+                .children
+                .insert_if_absent(LocalBlockHash(local), child, &guard);
+        }
+        let grown = tree.root.children.footprint(&guard);
+        for (local, child) in (1..).zip(&children[..500]) {
+            assert!(tree
+                .root
+                .children
+                .remove(LocalBlockHash(local), child, &guard));
+        }
+        let left = tree.root.children.footprint(&guard);
+        assert_eq!(tree.root.children.len(&guard), 12);
+        assert!(
+            left * 4 < grown,
+            "{grown} bytes for 512 children, {left} for 12"
+        );
+    }
+
+    #[test]
     fn sweep_leaves_busy_and_held_nodes() {
         let tree = Tree::<crtc_strategies::RwLockGate>::default();
         let (held, live) = (holderless(1), holderless(2));
