@@ -1,5 +1,6 @@
 //! Deliberately broken variants of each strategy (the RwLock gate's decode
-//! append, the seqlock gate's fences, version bumps and retirement, the
+//! append, the seqlock gate's fences, version bumps, retirement and writer
+//! exclusion, the
 //! epoch gate's publication, retirement, writer exclusion and reader
 //! length rule), of the tree's sweep (its claim, in `crtc`'s
 //! `tree::scheduler`, and its frees, in `tree::children`), of the tree's
@@ -195,6 +196,12 @@ pub enum Mutant {
     /// that store: `ParentBlockNotFound`; the shuttle case `shared lane`,
     /// the loom model `D1`).
     StoreSkipPastLaneCoverage = 61,
+    /// Seqlock: a writer takes the node's writer lock without the
+    /// compare-and-swap (it only reads the word), so two writers on one node
+    /// run at once. Must fail `one-append-wins` (two appenders of the same
+    /// tail both pass the eligibility check and both succeed: the
+    /// gate-level `two_appenders` model).
+    SeqlockUnexcludedWriters = 62,
 }
 
 impl Mutant {
@@ -225,7 +232,7 @@ impl Mutant {
     ];
 
     /// The mutants of the seqlock gate.
-    pub const SEQLOCK: [Mutant; 8] = [
+    pub const SEQLOCK: [Mutant; 9] = [
         Mutant::NoReaderAcquireFence,
         Mutant::NoWriterReleaseFence,
         Mutant::LenBeforePairs,
@@ -234,6 +241,7 @@ impl Mutant {
         Mutant::SeqlockAppendWithoutPlanBump,
         Mutant::SeqlockRetireBeforeUnpublish,
         Mutant::SeqlockRelaxedLengthPublish,
+        Mutant::SeqlockUnexcludedWriters,
     ];
 
     /// The mutants of the epoch gate.
@@ -262,7 +270,7 @@ impl Mutant {
     ];
 
     /// Every mutant, for lookups by name or id.
-    pub const ALL: [Mutant; 33] = [
+    pub const ALL: [Mutant; 34] = [
         Mutant::SkipInternalCheck,
         Mutant::ClearBitBeforeCutoff,
         Mutant::NoInvalidation,
@@ -296,6 +304,7 @@ impl Mutant {
         Mutant::ChildrenSortedAfterPublish,
         Mutant::SharedEntrySkipsCoverage,
         Mutant::StoreSkipPastLaneCoverage,
+        Mutant::SeqlockUnexcludedWriters,
     ];
 
     /// The mutant with numeric id `id` (`Mutant as u8`; 0 is [`Mutant::None`]).

@@ -98,6 +98,11 @@ impl<R: Reclaim> std::fmt::Debug for SeqlockGate<R> {
 impl<R: Reclaim> SeqlockGate<R> {
     /// Takes the writer lock; returns the unlocked word it replaced.
     fn lock(&self) -> u64 {
+        if mutant!(SeqlockUnexcludedWriters) {
+            // Broken on purpose: no compare-and-swap, no exclusion.
+            // Relaxed: what the mutant reads is only the word's value.
+            return self.word.load(Ordering::Relaxed) & !LOCKS;
+        }
         let mut backoff = Backoff::new();
         loop {
             // Relaxed: only a hint; the CAS below orders.

@@ -343,6 +343,8 @@ pub fn loom_catch(mutant: Mutant) -> Catch {
         Mutant::SplitWithoutBump => (AtomicRead, &["split"]),
         Mutant::SeqlockAppendWithoutPlanBump => (SerialOutcome, &["L4b"]),
         Mutant::SeqlockRetireBeforeUnpublish => (NoFreeWhileHeld, &["pure_grow"]),
+        // Both appenders pass the eligibility check before either pushes.
+        Mutant::SeqlockUnexcludedWriters => (OneAppendWins, &["two_appenders"]),
         Mutant::EpochRelaxedPublish => (RaceFree, &["demote", "split"]),
         Mutant::EpochRetireBeforeUnlink => (NoFreeWhileHeld, &["demote", "demote_in_place"]),
         Mutant::EpochLenBeforePairs => (RaceFree, &["pure_append", "demote_in_place"]),
@@ -522,6 +524,9 @@ pub fn shuttle_catch(mutant: Mutant) -> Option<Property> {
         // Properties the scenarios do not check (fast-path counts, the
         // two-appender outcome).
         Mutant::TailCheckAgainstHead | Mutant::AppendTrustsLookup => return None,
+        // Two seqlock writers at once: the two-appender outcome, which the
+        // scenarios do not check (not tried in them otherwise).
+        Mutant::SeqlockUnexcludedWriters => return None,
         // Windows loom's small models build on purpose; whether shuttle's
         // scenarios reach them was not tried, so they are loom's alone.
         Mutant::SeqlockAppendWithoutPlanBump
