@@ -1,8 +1,7 @@
 //! Deliberately broken variants of each strategy (the RwLock gate's decode
 //! append, the seqlock gate's fences, version bumps, retirement and writer
-//! exclusion, the
-//! epoch gate's publication, retirement, writer exclusion and reader
-//! length rule), of the tree's sweep (its claim, in `crtc`'s
+//! exclusion, the epoch gate's publication, retirement, writer exclusion
+//! and reader length rule), of the tree's sweep (its claim, in `crtc`'s
 //! `tree::scheduler`, and its frees, in `tree::children`), of the tree's
 //! child sets (their publication, in `tree::children`), of the lanes'
 //! cached rank slots and the slots' release (in `tree::slots`) and of the
