@@ -523,10 +523,9 @@ pub fn shuttle_catch(mutant: Mutant) -> Option<Property> {
         | Mutant::ChildrenSortedAfterPublish => return None,
         // Properties the scenarios do not check (fast-path counts, the
         // two-appender outcome).
-        Mutant::TailCheckAgainstHead | Mutant::AppendTrustsLookup => return None,
-        // Two seqlock writers at once: the two-appender outcome, which the
-        // scenarios do not check (not tried in them otherwise).
-        Mutant::SeqlockUnexcludedWriters => return None,
+        Mutant::TailCheckAgainstHead
+        | Mutant::AppendTrustsLookup
+        | Mutant::SeqlockUnexcludedWriters => return None,
         // Windows loom's small models build on purpose; whether shuttle's
         // scenarios reach them was not tried, so they are loom's alone.
         Mutant::SeqlockAppendWithoutPlanBump
