@@ -112,7 +112,23 @@ def markdown(meta, results):
                 cells += [f"{general / n:,.0f}", f"{general / up:.2f}×", f"{general / fast:.2f}×"]
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
+        if result["workload"] == "trace":
+            lines += [target_line(result), ""]
     return "\n".join(lines)
+
+
+# Issue 35: RwLock's fast row at most this many times upstream's
+# instructions per event on the trace.
+TRACE_RWLOCK_TARGET = 0.6
+
+
+def target_line(result):
+    """Issue 35's instruction target on the trace, judged on RwLock's fast row."""
+    rwlock = next(r for r in result["rows"] if r["strategy"] == "rwlock")
+    ratio = rwlock["fast"] / result["upstream"]
+    verdict = "met" if ratio <= TRACE_RWLOCK_TARGET else "missed"
+    return (f"Issue 35's target, RwLock fast at most {TRACE_RWLOCK_TARGET}× upstream's "
+            f"instructions per event on the trace: {ratio:.2f}×, {verdict}.")
 
 
 def main():
