@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Regenerates every table and figure under papers/results, and the decision
-# page papers/README.md, from the checked-out revision, in one command (79
-# minutes on 2 cores at 79d6372: 35 of measurement, the Mooncake sweep's 7
-# among them, then 44 of deep verification, 29 of them loom at bound 3, as
-# verification.md's step times say [derived: verification.md @ 79d6372]; the
+# page papers/README.md, from the checked-out revision, in one command (90
+# minutes on 2 cores at c514af9: 40 of build and measurement, the Mooncake
+# sweep's 8 among them, then 51 of deep verification, 35 of them loom at
+# bound 3, as verification.md's step times say and the run's step stamps
+# showed [derived: verification.md @ c514af9]; the
 # Mooncake trace is read from ../shared/traces when present, and skipped with
 # a note when not):
 #
@@ -41,10 +42,10 @@ CARGO_TARGET_DIR=target/sysmalloc cargo build --release --quiet -p crtc-bench \
     --no-default-features --features all-strategies,upstream
 
 step "crtc compare --paper (mimalloc)"
-# 15 repeats: one repeat of a row drains in about 0.03-0.04 s (trace; the
-# global-lock row 0.18) to 0.14-0.71 s (agentx; global-lock 1.55), each
+# 15 repeats: one repeat of a row drains in about 0.04-0.06 s (trace; the
+# global-lock row 0.19) to 0.24-0.98 s (agentx; global-lock 2.80), each
 # row's JSON elapsed_s (the 15 repeats' total) divided by 15
-# [derived: mooncake.md @ 79d6372] [derived: agentx.md @ 79d6372], and on a
+# [derived: mooncake.md @ c514af9] [derived: agentx.md @ c514af9], and on a
 # shared VM one repeat's lane CPU ratio to upstream can differ from
 # another's by nearly 2x (targets.md, min-max of the paired ratios);
 # targets.md judges the median of the 15 paired ratios, and runs the
