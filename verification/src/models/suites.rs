@@ -621,9 +621,10 @@ pub fn check_catalogue() {
     let shuttle = shuttle_problems(&mut problems);
     assert!(problems.is_empty(), "mutant catalogue: {problems:#?}");
     println!(
-        "mutant catalogue: {} declared mutants, each in a loom suite's list, every catcher able to fail its property; \
+        "mutant catalogue: {} declared mutants, each in a loom suite's list ({} shuttle-only), every catcher able to fail its property; \
          shuttle: {shuttle} mutants in its suites' lists, each caught by a property its scenarios can fail",
-        declared.len() - 1
+        declared.len() - 1,
+        SHUTTLE_ONLY.len()
     );
 }
 
