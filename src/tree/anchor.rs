@@ -180,20 +180,23 @@ impl<G: ShapeGate> Tree<G> {
         let mut query = Vec::with_capacity(suffix.len() + 1);
         query.push(anchor.local);
         query.extend_from_slice(suffix);
-        let credits = Self::walk_from(&anchor.node, &query, false, &guard);
-        let table = self.slots.table(&guard);
-        let mut scores = OverlapScores::default();
-        for (slot, score, _) in credits {
-            let (Some(owner), Some(score)) = (
-                table.owner(slot),
-                (score as u32).saturating_add(anchor.depth).checked_sub(1),
-            ) else {
-                continue;
-            };
-            if score > 0 {
-                scores.scores.insert(owner, score);
+        super::matches::with_walk(|walk| {
+            walk.credits.clear();
+            Self::walk_from(&anchor.node, &query, false, false, &guard, walk);
+            let table = self.slots.table(&guard);
+            let mut scores = OverlapScores::default();
+            for &(slot, score, _) in &walk.credits {
+                let (Some(owner), Some(score)) = (
+                    table.owner(slot),
+                    (score as u32).saturating_add(anchor.depth).checked_sub(1),
+                ) else {
+                    continue;
+                };
+                if score > 0 {
+                    scores.scores.insert(owner, score);
+                }
             }
-        }
-        scores
+            scores
+        })
     }
 }

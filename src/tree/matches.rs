@@ -11,8 +11,11 @@
 //! read in one `read` section of its gate, which yields the edge match, the
 //! coverage change and the next child from one consistent view; the closure
 //! writes only its own scratch buffers, so an optimistic gate may re-run it.
-//! No reference counts are taken, and nothing is allocated per hop beyond the
-//! reused buffers.
+//! No reference counts are taken, and nothing is allocated per lookup but
+//! the result: the walk's buffers (the credits, the hop's scratch, the
+//! active set) are the calling thread's, kept between lookups (a nested or
+//! re-entered walk on the same thread gets fresh ones). The last matched
+//! external hash per credit is read only for `find_match_details`.
 //!
 //! Across hops a reader may see adjacent shapes, and may only undercount.
 //! Each hop is validated on its own; the child pointer comes out of the
@@ -35,6 +38,7 @@ use super::node::Node;
 use super::Tree;
 use crate::types::{ExternalSequenceBlockHash, LocalBlockHash, MatchDetails, OverlapScores};
 use crtc_strategies::{Guard, Reclaim, ShapeGate, ShapeRead, Slot, SlotBits};
+use std::cell::RefCell;
 
 /// One credit: a slot, its score, and the external hash of its last block.
 pub(super) type Credit = (Slot, usize, Option<ExternalSequenceBlockHash>);
@@ -51,18 +55,59 @@ struct Hop<'g, G: ShapeGate> {
 struct Scratch {
     words: Vec<u64>,
     dropped: Vec<(Slot, usize, Option<ExternalSequenceBlockHash>)>,
+    /// Whether the walk reads each credit's last matched hash.
+    want_last: bool,
+}
+
+/// A walk's buffers: the hop's scratch, the active set and the credits.
+#[derive(Default)]
+pub(super) struct Walk {
+    scratch: Scratch,
+    active: SlotBits,
+    /// The walk's result.
+    pub(super) credits: Vec<Credit>,
+}
+
+thread_local! {
+    static WALK: RefCell<Walk> = RefCell::new(Walk::default());
+}
+
+/// Runs `f` with this thread's walk buffers (fresh ones when they are in
+/// use or gone), cleared.
+pub(super) fn with_walk<R>(f: impl FnOnce(&mut Walk) -> R) -> R {
+    let mut f = Some(f);
+    let reused = WALK.try_with(|cell| {
+        cell.try_borrow_mut()
+            .ok()
+            .map(|mut walk| (f.take().expect("called once"))(&mut walk))
+    });
+    match (reused, f) {
+        (Ok(Some(value)), _) => value,
+        (_, Some(f)) => f(&mut Walk::default()),
+        (_, None) => unreachable!("f ran, so it returned"),
+    }
+}
+
+/// The external hash of the `credited`th block, if the walk wants it.
+#[inline]
+fn last_of(
+    shape: &impl ShapeRead,
+    credited: usize,
+    want: bool,
+) -> Option<ExternalSequenceBlockHash> {
+    (want && credited > 0).then(|| shape.pair(credited - 1).external)
 }
 
 fn record_first(shape: &impl ShapeRead, matched: usize, scratch: &mut Scratch) {
     scratch
         .words
         .extend((0..shape.full_word_count()).map(|i| shape.full_word(i)));
+    let want = scratch.want_last;
     shape.for_each_cutoff(|slot, k| {
         let credited = (k as usize).min(matched);
         if credited > 0 {
-            scratch
-                .dropped
-                .push((slot, credited, Some(shape.pair(credited - 1).external)));
+            let last = last_of(shape, credited, want);
+            scratch.dropped.push((slot, credited, last));
         }
     });
 }
@@ -75,7 +120,7 @@ fn record_later(shape: &impl ShapeRead, matched: usize, active: &SlotBits, scrat
         while gone != 0 {
             let slot = Slot((index * 64) as u16 + gone.trailing_zeros() as u16);
             let credited = shape.cutoff(slot).map_or(0, |k| (k as usize).min(matched));
-            let last = (credited > 0).then(|| shape.pair(credited - 1).external);
+            let last = last_of(shape, credited, scratch.want_last);
             scratch.dropped.push((slot, credited, last));
             gone &= gone - 1;
         }
@@ -86,59 +131,78 @@ impl<G: ShapeGate> Tree<G> {
     /// Scores every rank by how many leading blocks of `query` it holds.
     pub fn find_matches(&self, query: &[LocalBlockHash], early_exit: bool) -> OverlapScores {
         let guard = G::Reclaim::pin();
-        let credits = self.walk(query, early_exit, &guard);
-        let table = self.slots.table(&guard);
-        let mut scores = OverlapScores::default();
-        scores.scores.reserve(credits.len());
-        for (slot, score, _) in credits {
-            if let Some(owner) = table.owner(slot) {
-                scores.scores.insert(owner, score as u32);
+        with_walk(|walk| {
+            self.walk(query, early_exit, false, &guard, walk);
+            let table = self.slots.table(&guard);
+            let mut scores = OverlapScores::default();
+            scores.scores.reserve(walk.credits.len());
+            for &(slot, score, _) in &walk.credits {
+                if let Some(owner) = table.owner(slot) {
+                    scores.scores.insert(owner, score as u32);
+                }
             }
-        }
-        scores
+            scores
+        })
     }
 
     /// Like [`Tree::find_matches`], plus the last matched external hash per rank.
     pub fn find_match_details(&self, query: &[LocalBlockHash], early_exit: bool) -> MatchDetails {
         let guard = G::Reclaim::pin();
-        let credits = self.walk(query, early_exit, &guard);
-        let table = self.slots.table(&guard);
-        let mut details = MatchDetails::default();
-        for (slot, score, last) in credits {
-            let Some(owner) = table.owner(slot) else {
-                continue;
-            };
-            details.scores.scores.insert(owner, score as u32);
-            if let Some(last) = last {
-                details.last_matched.insert(owner, last);
+        with_walk(|walk| {
+            self.walk(query, early_exit, true, &guard, walk);
+            let table = self.slots.table(&guard);
+            let mut details = MatchDetails::default();
+            for &(slot, score, last) in &walk.credits {
+                let Some(owner) = table.owner(slot) else {
+                    continue;
+                };
+                details.scores.scores.insert(owner, score as u32);
+                if let Some(last) = last {
+                    details.last_matched.insert(owner, last);
+                }
             }
-        }
-        details
+            details
+        })
     }
 
-    fn walk(&self, query: &[LocalBlockHash], early_exit: bool, guard: &Guard<G>) -> Vec<Credit> {
-        match query
+    fn walk(
+        &self,
+        query: &[LocalBlockHash],
+        early_exit: bool,
+        want_last: bool,
+        guard: &Guard<G>,
+        walk: &mut Walk,
+    ) {
+        walk.credits.clear();
+        if let Some(node) = query
             .first()
             .and_then(|&key| self.root.children.get(key, guard))
         {
-            Some(node) => Self::walk_from(node, query, early_exit, guard),
-            None => Vec::new(),
+            Self::walk_from(node, query, early_exit, want_last, guard, walk);
         }
     }
 
-    /// The walk from `node`, whose first edge block is `query[0]`'s match.
+    /// The walk from `node`, whose first edge block is `query[0]`'s match,
+    /// into `walk.credits` (which the caller cleared).
     pub(super) fn walk_from<'g>(
         mut node: &'g Node<G>,
         query: &[LocalBlockHash],
         early_exit: bool,
+        want_last: bool,
         guard: &'g Guard<G>,
-    ) -> Vec<Credit> {
-        let mut credits = Vec::new();
-        let (mut active, mut scratch) = (SlotBits::new(), Scratch::default());
+        walk: &mut Walk,
+    ) {
+        let Walk {
+            scratch,
+            active,
+            credits,
+        } = walk;
+        active.clear();
+        scratch.want_last = want_last;
         let (mut depth, mut first, mut prev_last) = (0, true, None);
         loop {
             let rest = &query[depth..];
-            let hop = Self::read_hop(node, rest, first, &active, &mut scratch, guard);
+            let hop = Self::read_hop(node, rest, first, active, scratch, guard);
             active.assign_words(&scratch.words);
             for &(slot, credited, last) in &scratch.dropped {
                 if depth + credited > 0 {
@@ -148,7 +212,7 @@ impl<G: ShapeGate> Tree<G> {
             prev_last = hop.last.or(prev_last);
             first = false;
             if active.is_empty() {
-                return credits;
+                return;
             }
             depth += hop.matched;
             let Some(next) = hop.next.filter(|_| !(early_exit && active.len() == 1)) else {
@@ -162,7 +226,6 @@ impl<G: ShapeGate> Tree<G> {
                 .filter(|_| depth > 0)
                 .map(|slot| (slot, depth, prev_last)),
         );
-        credits
     }
 
     fn read_hop<'g>(
@@ -185,7 +248,7 @@ impl<G: ShapeGate> Tree<G> {
             } else {
                 record_later(shape, matched, active, scratch);
             }
-            let last = matched.checked_sub(1).map(|p| shape.pair(p).external);
+            let last = last_of(shape, matched, scratch.want_last);
             let descend = matched == edge_len && matched < rest.len();
             let next = descend
                 .then(|| node.children.get(rest[matched], guard))
@@ -196,5 +259,25 @@ impl<G: ShapeGate> Tree<G> {
                 next,
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_walk;
+    use crtc_strategies::Slot;
+
+    /// A walk on a thread whose buffers are in use (a walk inside a walk)
+    /// gets fresh, empty ones and leaves the outer walk's credits alone.
+    #[test]
+    fn a_nested_walk_gets_its_own_buffers() {
+        with_walk(|outer| {
+            outer.credits.push((Slot(1), 1, None));
+            with_walk(|inner| {
+                assert!(inner.credits.is_empty());
+                inner.credits.push((Slot(2), 2, None));
+            });
+            assert_eq!(outer.credits, [(Slot(1), 1, None)]);
+        });
     }
 }

@@ -340,6 +340,18 @@ impl ShapeRead for PlainShape {
     fn pair(&self, pos: usize) -> BlockPair {
         self.edge.get(pos).copied().unwrap_or(BlockPair::new(0, 0))
     }
+    #[inline]
+    fn local_match_len(
+        &self,
+        from: usize,
+        locals: impl IntoIterator<Item = LocalBlockHash>,
+    ) -> usize {
+        let edge = self.edge.get(from..).unwrap_or_default();
+        edge.iter()
+            .zip(locals)
+            .take_while(|(pair, local)| pair.local == *local)
+            .count()
+    }
     fn position(&self, hash: ExternalSequenceBlockHash) -> Option<usize> {
         self.index.position(&self.edge, hash)
     }

@@ -22,7 +22,7 @@
 //! instead (see `View::position`).
 
 use crate::edge_index::{AtomicIndex, Probe, INDEX_THRESHOLD};
-use crate::hash::{BlockPair, ExternalSequenceBlockHash};
+use crate::hash::{BlockPair, ExternalSequenceBlockHash, LocalBlockHash};
 use crate::stats::{StatCounter, StatGauge};
 use crate::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use crate::sync::PlainCell;
@@ -106,6 +106,27 @@ impl EdgeBuf {
             // before the length was published and is never written again.
             cell.with(|pair| unsafe { *pair })
         })
+    }
+
+    /// Number of leading positions from `from`, below `len`, whose local
+    /// hash equals `locals` (one pass over the cells, no per-position
+    /// bounds check). Callers pass a length they loaded with Acquire.
+    #[inline]
+    pub(super) fn local_match_len(
+        &self,
+        from: usize,
+        len: usize,
+        locals: impl IntoIterator<Item = LocalBlockHash>,
+    ) -> usize {
+        let cells = self.pairs.get(from..len).unwrap_or_default();
+        cells
+            .iter()
+            // SAFETY: as `pair`: every cell below `len` was written before
+            // `len` was published and is never written again.
+            .map(|cell| cell.with(|pair| unsafe { (*pair).local }))
+            .zip(locals)
+            .take_while(|(edge, local)| edge == local)
+            .count()
     }
 
     /// The external hash at `pos`; `None` past the capacity. Callers read

@@ -16,7 +16,7 @@
 use super::edge::EdgeBuf;
 use crate::bits::SlotBits;
 use crate::edge_index::{neighbour_holding, Probe};
-use crate::hash::{BlockPair, ExternalSequenceBlockHash, Slot};
+use crate::hash::{BlockPair, ExternalSequenceBlockHash, LocalBlockHash, Slot};
 use crate::shape::{ShapeInit, ShapeRead};
 use crate::stats::{StatCounter, StatGauge};
 use crate::sync::{Arc, PlainCell};
@@ -156,6 +156,14 @@ impl ShapeRead for View<'_> {
         } else {
             BlockPair::new(0, 0)
         }
+    }
+    #[inline]
+    fn local_match_len(
+        &self,
+        from: usize,
+        locals: impl IntoIterator<Item = LocalBlockHash>,
+    ) -> usize {
+        self.edge.local_match_len(from, self.len, locals)
     }
     fn position(&self, hash: ExternalSequenceBlockHash) -> Option<usize> {
         match self.edge.find(hash, self.len) {

@@ -30,7 +30,7 @@
 //! it.
 
 use crate::edge_index::{neighbour_holding, AtomicIndex, Probe, INDEX_THRESHOLD};
-use crate::hash::{BlockPair, ExternalSequenceBlockHash, Slot};
+use crate::hash::{BlockPair, ExternalSequenceBlockHash, LocalBlockHash, Slot};
 use crate::reclaim::Reclaim;
 use crate::shape::{ShapeInit, ShapeRead, ShapeWrite};
 use crate::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
@@ -103,6 +103,27 @@ impl EdgeBuf {
             // Acquire load of that length.
             cell.with(|pair| unsafe { *pair })
         })
+    }
+    /// Number of leading positions from `from`, below `len`, whose local
+    /// hash equals `locals` (one pass over the cells). Callers pass a length
+    /// they loaded with Acquire.
+    #[inline]
+    fn local_match_len(
+        &self,
+        from: usize,
+        len: usize,
+        locals: impl IntoIterator<Item = LocalBlockHash>,
+    ) -> usize {
+        let cells = self.0.get(from..len).unwrap_or_default();
+        cells
+            .iter()
+            // SAFETY: as `pair`: a pair below a published length is never
+            // written again, and its write is ordered before that length's
+            // Acquire load.
+            .map(|cell| cell.with(|pair| unsafe { (*pair).local }))
+            .zip(locals)
+            .take_while(|(edge, local)| edge == local)
+            .count()
     }
     /// Writes the pair at `pos`, at or past the published length. Writers
     /// only; a Release store of the length publishes it.
@@ -327,6 +348,15 @@ impl<R: Reclaim> ShapeRead for View<'_, R> {
             Some(edge) if pos < self.len => edge.pair(pos),
             _ => BlockPair::new(0, 0),
         }
+    }
+    #[inline]
+    fn local_match_len(
+        &self,
+        from: usize,
+        locals: impl IntoIterator<Item = LocalBlockHash>,
+    ) -> usize {
+        self.edge
+            .map_or(0, |edge| edge.local_match_len(from, self.len, locals))
     }
     fn position(&self, hash: ExternalSequenceBlockHash) -> Option<usize> {
         let Some(index) = self.index else {
