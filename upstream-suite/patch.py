@@ -1,0 +1,283 @@
+#!/usr/bin/env python3
+"""Turns a fresh copy of dynamo-kv-router 1.6.1 into the crtc upstream suite.
+
+Usage: patch.py REGISTRY_SRC CRTC_DIR DEST
+
+Run by .ci/upstream-suite.sh (nothing of upstream is committed here). It
+copies the registry's crate REGISTRY_SRC to a staging directory next to
+DEST and there
+
+1. makes the copy its own workspace, adds the path dependency on crtc with
+   every gate, drops the bench targets and criterion (the suite builds only
+   the library's tests) and turns debug info off;
+2. adds our backend module (upstream-suite/crtc_backend.rs, next to this
+   file) as `crate::indexer::crtc_backend`, with the test glue of
+   upstream-suite/suite_glue.rs appended;
+3. adds one rstest value per crtc gate (GATES) to every template of
+   src/indexer/tests.rs that lists "concurrent_compressed", and the arms
+   that build those variants in the tests' factories;
+4. copies every test outside the templates that builds upstream's CRTC
+   inside a ThreadPoolIndexer (3 in src/indexer/tests.rs, 10 in
+   concurrent_radix_tree_compressed/tests.rs) into one module per gate,
+   `crtc_pool_<gate>`, appended to the same file, with the backend swapped.
+
+Every edit names the text it expects and how often; a mismatch (another
+upstream version) stops the script instead of running a partial suite.
+Then it syncs the staging copy into DEST, rewriting only the files whose
+bytes changed (unchanged files keep their times, so cargo rebuilds nothing
+when neither upstream nor our module changed) and keeping DEST/Cargo.lock
+(seeded from CRTC_DIR/Cargo.lock on the first run, so the copy resolves the
+versions the workspace uses).
+"""
+
+import pathlib
+import re
+import shutil
+import sys
+
+# Variant name -> type alias in crtc_backend::gates.
+GATES = {
+    "crtc_rwlock": "Rwlock",
+    "crtc_seqlock": "Seqlock",
+    "crtc_epoch": "Epoch",
+    "crtc_seize": "Seize",
+}
+
+# A test that builds upstream's CRTC inside a pool names both.
+POOL = "ThreadPoolIndexer::new"
+CRTC_CTOR = "ConcurrentRadixTreeCompressed::new()"
+
+
+def fail(message):
+    sys.exit(f"upstream-suite: patch.py: {message}")
+
+
+def replace(text, old, new, count=1, what=None):
+    found = text.count(old)
+    if found != count:
+        fail(f"expected {count} of {what or old!r}, found {found}")
+    return text.replace(old, new)
+
+
+def sub(text, pattern, repl, count, what):
+    new, found = re.subn(pattern, repl, text)
+    if found != count:
+        fail(f"expected {count} of {what}, found {found}")
+    return new
+
+
+def patch_manifest(copy, crtc):
+    path = copy / "Cargo.toml"
+    text = path.read_text()
+    # Only the library's unit tests are built: drop the bench targets and
+    # criterion (which only they use, with plotters and rayon behind it),
+    # and build without debug info, to keep the step's build short.
+    text = sub(text, r"\[\[bench\]\]\n(?:[^\[\n][^\n]*\n|\n)*?(?=\[)", "", 5, "[[bench]] targets")
+    text = sub(text, r"\[dev-dependencies\.criterion\]\nversion = \"0\.5\"\n\n", "", 1,
+               "the criterion dev-dependency")
+    text += "\n[profile.dev]\ndebug = false\n\n[profile.test]\ndebug = false\n"
+    text += (
+        "\n# Added by crtc's upstream-suite/patch.py.\n[workspace]\n\n"
+        f'[dependencies.crtc]\npath = "{crtc}"\nfeatures = ["all-strategies"]\n'
+    )
+    path.write_text(text)
+
+
+def patch_module(copy, here):
+    backend = (here / "crtc_backend.rs").read_text()
+    glue = (here / "suite_glue.rs").read_text()
+    (copy / "src/indexer/crtc_backend.rs").write_text(backend + "\n" + glue)
+    path = copy / "src/indexer/mod.rs"
+    text = path.read_text()
+    text = replace(text, "pub mod radix_tree;\n", "pub mod radix_tree;\npub mod crtc_backend;\n")
+    path.write_text(text)
+
+
+def add_template_values(text):
+    values = ", ".join(f'"{name}"' for name in GATES)
+    return sub(
+        text,
+        r'(#\[values\([^\]]*"concurrent_compressed")\)\]',
+        rf"\1, {values})]",
+        4,
+        "template value lists naming concurrent_compressed",
+    )
+
+
+def add_factory_arms(text):
+    glue = "crate::indexer::crtc_backend::suite"
+    text = replace(
+        text,
+        '        _ => panic!("Unknown variant: {}", variant),\n    };\n\n    (indexer, metrics)',
+        f"        v if {glue}::is_crtc(v) => {glue}::pool_with_metrics(v, 4, kv_block_size, "
+        "metrics.clone()),\n"
+        '        _ => panic!("Unknown variant: {}", variant),\n    };\n\n    (indexer, metrics)',
+        what="make_indexer_with_metrics's fallback arm",
+    )
+    text = replace(
+        text,
+        '        _ => panic!("Unknown variant: {}", variant),\n    }\n}',
+        f"        v if {glue}::is_crtc(v) => {glue}::pool_with_pruning(v, 4, kv_block_size, "
+        "prune_config),\n"
+        '        _ => panic!("Unknown variant: {}", variant),\n    }\n}',
+        what="make_approx_indexer's fallback arm",
+    )
+    return text
+
+
+# TreeSizeTestIndexer: our variant and its arm in every method that has one
+# for ConcurrentCompressed.
+SIZED_ARMS = {
+    "apply_event": "Self::Crtc(index) => index.apply(event).await,",
+    "flush": "Self::Crtc(index) => index.flush().await,",
+    "tree_size_for_worker": "Self::Crtc(index) => index.block_count_for(worker).await,",
+    "live_thread_pool_worker_count": "Self::Crtc(index) => Some(index.worker_count().await),",
+    "scores": "Self::Crtc(index) => index.scores(&query),",
+    "snapshot_tree": "Self::Crtc(index) => snapshot_events(index.dump().await),",
+}
+
+
+def add_sized_variant(text):
+    glue = "crate::indexer::crtc_backend::suite"
+    text = replace(
+        text,
+        "    ConcurrentCompressed(ThreadPoolIndexer<ConcurrentRadixTreeCompressed>),\n",
+        "    ConcurrentCompressed(ThreadPoolIndexer<ConcurrentRadixTreeCompressed>),\n"
+        f"    Crtc(Box<dyn {glue}::SizedPool>),\n",
+    )
+    text = replace(
+        text,
+        '            _ => panic!("Unknown tree-size test variant: {}", variant),',
+        f"            v if {glue}::is_crtc(v) => Self::Crtc({glue}::sized_pool(v, 4, 4)),\n"
+        '            _ => panic!("Unknown tree-size test variant: {}", variant),',
+    )
+    start = text.index("impl TreeSizeTestIndexer {")
+    end = text.index("\nasync fn route_approx_tokens(", start)
+    block = text[start:end]
+    arm = "Self::ConcurrentCompressed(index) =>"
+    out, pos, done = [], 0, set()
+    for match in re.finditer(re.escape(arm), block):
+        fn = re.findall(r"fn (\w+)", block[: match.start()])[-1]
+        if fn not in SIZED_ARMS:
+            fail(f"TreeSizeTestIndexer::{fn} has a ConcurrentCompressed arm this script does not know")
+        line_start = block.rindex("\n", 0, match.start()) + 1
+        indent = block[line_start : match.start()]
+        out.append(block[pos:line_start])
+        out.append(f"{indent}{SIZED_ARMS[fn]}\n")
+        pos = line_start
+        done.add(fn)
+    out.append(block[pos:])
+    if done != set(SIZED_ARMS):
+        fail(f"TreeSizeTestIndexer arms missing for {sorted(set(SIZED_ARMS) - done)}")
+    return text[:start] + "".join(out) + text[end:]
+
+
+def patch_indexer_tests(copy):
+    path = copy / "src/indexer/tests.rs"
+    text = path.read_text()
+    text = add_template_values(text)
+    text = add_factory_arms(text)
+    text = add_sized_variant(text)
+    path.write_text(text)
+
+
+def pool_tests(text):
+    """(name, source) of every #[tokio::test] that builds the CRTC in a pool."""
+    tests = []
+    for match in re.finditer(r"#\[tokio::test\]\s*async fn (\w+)\(\)\s*\{", text):
+        depth, i = 1, match.end()
+        while depth:
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            i += 1
+        source = text[match.start() : i]
+        if POOL in source and CRTC_CTOR in source:
+            tests.append((match.group(1), source))
+    return tests
+
+
+GATE_MODULE = """
+/// Added by crtc's upstream-suite/patch.py: the pool tests above on crtc's
+/// {alias} gate.
+mod crtc_pool_{gate} {{
+    use super::*;
+    use crate::indexer::crtc_backend::{{gates, CrtcBackend}};
+
+    type Backend = CrtcBackend<gates::{alias}>;
+
+    #[allow(dead_code)]
+    async fn index_block_count(index: &ThreadPoolIndexer<Backend>) -> usize {{
+        index
+            .shard_sizes()
+            .await
+            .into_iter()
+            .map(|snapshot| snapshot.block_count)
+            .sum()
+    }}
+
+    #[allow(dead_code)]
+    fn assert_edge_lengths(index: &Backend, expected: &[usize]) {{
+        assert_eq!(index.edge_lengths_for_test(), expected.to_vec());
+    }}
+
+{tests}
+}}
+"""
+
+
+def add_gate_modules(path, expected):
+    """Appends to `path` one module per gate with a copy of each of its
+    non-template pool tests, the backend swapped; returns their names."""
+    text = path.read_text()
+    tests = pool_tests(text)
+    if len(tests) != expected:
+        fail(f"expected {expected} CRTC pool tests in {path.name}, found {len(tests)}")
+    swapped = "\n\n".join("    " + source.replace(CRTC_CTOR, "Backend::new()") for _, source in tests)
+    for variant, alias in GATES.items():
+        gate = variant.removeprefix("crtc_")
+        text += GATE_MODULE.format(gate=gate, alias=alias, tests=swapped)
+    path.write_text(text)
+    return [name for name, _ in tests]
+
+
+def sync(staging, dest):
+    """Makes dest equal to staging, touching only files whose bytes differ."""
+    wanted = {p.relative_to(staging) for p in staging.rglob("*") if p.is_file()}
+    for rel in sorted(wanted):
+        src, dst = staging / rel, dest / rel
+        data = src.read_bytes()
+        if not dst.is_file() or dst.read_bytes() != data:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.write_bytes(data)
+    for path in sorted(dest.rglob("*"), reverse=True):
+        rel = path.relative_to(dest)
+        if path.is_file() and rel not in wanted and rel != pathlib.Path("Cargo.lock"):
+            path.unlink()
+
+
+def main():
+    if len(sys.argv) != 4:
+        sys.exit(__doc__)
+    registry = pathlib.Path(sys.argv[1])
+    crtc = pathlib.Path(sys.argv[2]).resolve()
+    dest = pathlib.Path(sys.argv[3])
+    here = pathlib.Path(__file__).resolve().parent
+    staging = dest.with_name(dest.name + ".staging")
+    shutil.rmtree(staging, ignore_errors=True)
+    shutil.copytree(registry, staging, ignore=shutil.ignore_patterns(".cargo-ok", ".cargo_vcs_info.json"))
+    patch_manifest(staging, crtc)
+    patch_module(staging, here)
+    patch_indexer_tests(staging)
+    indexer = staging / "src/indexer"
+    names = add_gate_modules(indexer / "tests.rs", 3)
+    names += add_gate_modules(indexer / "concurrent_radix_tree_compressed/tests.rs", 10)
+    dest.mkdir(parents=True, exist_ok=True)
+    if not (dest / "Cargo.lock").exists():
+        shutil.copyfile(crtc / "Cargo.lock", dest / "Cargo.lock")
+    sync(staging, dest)
+    shutil.rmtree(staging)
+    print(f"upstream-suite: patched copy in {dest} (gates: {', '.join(GATES)}; "
+          f"non-template pool tests per gate: {len(names)})")
+
+
+if __name__ == "__main__":
+    main()
