@@ -17,9 +17,11 @@ DEST and there
    src/indexer/tests.rs that lists "concurrent_compressed", and the arms
    that build those variants in the tests' factories;
 4. copies every test outside the templates that builds upstream's CRTC
-   inside a ThreadPoolIndexer (3 in src/indexer/tests.rs, 10 in
-   concurrent_radix_tree_compressed/tests.rs) into one module per gate,
-   `crtc_pool_<gate>`, appended to the same file, with the backend swapped.
+   inside a ThreadPoolIndexer (POOL_FILES: the indexer suite's own, the
+   CRTC tests', the pool's, the approximate-LRU lane's, the branch-sharded
+   indexer's over CRTC shards and the shard handle's), with the helpers that
+   build it, into one module per gate, `crtc_pool_<gate>`, in the same file,
+   with our backend swapped in.
 
 Every edit names the text it expects and how often; a mismatch (another
 upstream version) stops the script instead of running a partial suite.
@@ -43,9 +45,23 @@ GATES = {
     "crtc_seize": "Seize",
 }
 
-# A test that builds upstream's CRTC inside a pool names both.
-POOL = "ThreadPoolIndexer::new"
 CRTC_CTOR = "ConcurrentRadixTreeCompressed::new()"
+CRTC_POOL = "ThreadPoolIndexer<ConcurrentRadixTreeCompressed>"
+
+# The files (under src/indexer) whose tests outside the templates build
+# upstream's CRTC inside a ThreadPoolIndexer: how many tests each gate gets
+# from them, whether their helpers that build it are copied too (the
+# template files' factories are not: the templates cover them), and whether
+# the gate modules go at the end of the file or inside its last module (the
+# file's `mod tests`, whose private helpers they use).
+POOL_FILES = [
+    ("tests.rs", 3, False, "end"),
+    ("concurrent_radix_tree_compressed/tests.rs", 10, False, "end"),
+    ("thread_pool.rs", 5, True, "inside"),  # one needs the bench feature
+    ("approximate_lru.rs", 1, True, "inside"),
+    ("branch_sharded.rs", 19, True, "inside"),
+    ("shard_handle.rs", 1, True, "inside"),
+]
 
 
 def fail(message):
@@ -181,18 +197,61 @@ def patch_indexer_tests(copy):
     path.write_text(text)
 
 
-def pool_tests(text):
-    """(name, source) of every #[tokio::test] that builds the CRTC in a pool."""
-    tests = []
-    for match in re.finditer(r"#\[tokio::test\]\s*async fn (\w+)\(\)\s*\{", text):
-        depth, i = 1, match.end()
+def fn_items(text):
+    """(name, source, is_test) of every fn of `text` not nested in another
+    fn, its attribute lines included."""
+    items, covered = [], 0
+    for match in re.finditer(r"(?m)^[ \t]*(?:pub(?:\([^)]*\))? )?(?:async )?fn (\w+)\b", text):
+        if match.start() < covered:
+            continue
+        body = text.index("{", match.end())
+        semi = text.find(";", match.end())
+        if semi != -1 and semi < body:
+            continue
+        start = match.start()
+        while start > 0:
+            above = text.rfind("\n", 0, start - 1) + 1
+            if not text[above:start].strip().startswith("#["):
+                break
+            start = above
+        depth, i = 1, body + 1
         while depth:
             depth += {"{": 1, "}": -1}.get(text[i], 0)
             i += 1
-        source = text[match.start() : i]
-        if POOL in source and CRTC_CTOR in source:
-            tests.append((match.group(1), source))
-    return tests
+        source = text[start:i]
+        head = text[start : match.start()]
+        items.append((match.group(1), source, "#[tokio::test]" in head or "#[test]" in head))
+        covered = i
+    return items
+
+
+def crtc_aliases(text):
+    """The type aliases of `text` that name upstream's CRTC, by name."""
+    found = re.findall(r"(?m)^[ \t]*type (\w+) = ([^;]*ConcurrentRadixTreeCompressed[^;]*);", text)
+    return dict(found)
+
+
+def pool_items(text, helpers):
+    """The fns of `text` to copy per gate: the tests that build upstream's
+    CRTC in a pool (or name a type alias of it), with `helpers` also the
+    helpers that do, and the tests that call a copied helper."""
+    aliases = crtc_aliases(text)
+    names = [CRTC_CTOR, CRTC_POOL, *(re.compile(rf"\b{a}\b") for a in aliases)]
+
+    def builds(source):
+        pooled = "ThreadPoolIndexer" in source or any(a in source for a in aliases)
+        return pooled and any(n in source if isinstance(n, str) else n.search(source) for n in names)
+
+    items = fn_items(text)
+    chosen = {n for n, src, test in items if (test or helpers) and builds(src)}
+    while True:
+        calls = re.compile(r"\b(" + "|".join(map(re.escape, chosen)) + r")\(") if chosen else None
+        more = {n for n, src, test in items
+                if n not in chosen and (test or helpers) and calls and calls.search(src)}
+        if not more:
+            break
+        chosen |= more
+    return [(n, src, test) for n, src, test in items if n in chosen], aliases
 
 
 GATE_MODULE = """
@@ -203,11 +262,10 @@ mod crtc_pool_{gate} {{
     use crate::indexer::crtc_backend::{{gates, CrtcBackend}};
 
     type Backend = CrtcBackend<gates::{alias}>;
-
+{shadows}
     #[allow(dead_code)]
     async fn index_block_count(index: &ThreadPoolIndexer<Backend>) -> usize {{
-        index
-            .shard_sizes()
+        crate::indexer::KvIndexerInterface::shard_sizes(index)
             .await
             .into_iter()
             .map(|snapshot| snapshot.block_count)
@@ -224,19 +282,32 @@ mod crtc_pool_{gate} {{
 """
 
 
-def add_gate_modules(path, expected):
-    """Appends to `path` one module per gate with a copy of each of its
-    non-template pool tests, the backend swapped; returns their names."""
+def swap(source):
+    return source.replace(CRTC_CTOR, "Backend::new()").replace(CRTC_POOL, "ThreadPoolIndexer<Backend>")
+
+
+def add_gate_modules(path, expected, helpers, placement):
+    """Adds to `path` one module per gate with a copy of each fn
+    `pool_items` picks, upstream's CRTC swapped for our backend; returns the
+    names of the copied tests."""
     text = path.read_text()
-    tests = pool_tests(text)
+    items, aliases = pool_items(text, helpers)
+    tests = [name for name, _, test in items if test]
     if len(tests) != expected:
-        fail(f"expected {expected} CRTC pool tests in {path.name}, found {len(tests)}")
-    swapped = "\n\n".join("    " + source.replace(CRTC_CTOR, "Backend::new()") for _, source in tests)
-    for variant, alias in GATES.items():
-        gate = variant.removeprefix("crtc_")
-        text += GATE_MODULE.format(gate=gate, alias=alias, tests=swapped)
+        fail(f"expected {expected} CRTC pool tests in {path.name}, found {len(tests)}: {tests}")
+    body = "\n\n".join("    " + swap(source.strip()) for _, source, _ in items)
+    shadows = "".join(f"    #[allow(dead_code)]\n    type {a} = {swap(t)};\n" for a, t in aliases.items())
+    modules = "".join(
+        GATE_MODULE.format(gate=variant.removeprefix("crtc_"), alias=alias, shadows=shadows, tests=body)
+        for variant, alias in GATES.items()
+    )
+    if placement == "end":
+        text += modules
+    else:
+        last = text.rstrip().rindex("}")
+        text = text[:last] + modules + text[last:]
     path.write_text(text)
-    return [name for name, _ in tests]
+    return tests
 
 
 def sync(staging, dest):
@@ -267,9 +338,10 @@ def main():
     patch_manifest(staging, crtc)
     patch_module(staging, here)
     patch_indexer_tests(staging)
-    indexer = staging / "src/indexer"
-    names = add_gate_modules(indexer / "tests.rs", 3)
-    names += add_gate_modules(indexer / "concurrent_radix_tree_compressed/tests.rs", 10)
+    names = []
+    for file, expected, helpers, placement in POOL_FILES:
+        path = staging / "src/indexer" / file
+        names += add_gate_modules(path, expected, helpers, placement)
     dest.mkdir(parents=True, exist_ok=True)
     if not (dest / "Cargo.lock").exists():
         shutil.copyfile(crtc / "Cargo.lock", dest / "Cargo.lock")
