@@ -56,7 +56,7 @@ export CARGO_TARGET_DIR=$work/target
 cargo test --quiet --manifest-path "$dest/Cargo.toml" --lib --features metrics --no-run
 set +e
 cargo test --manifest-path "$dest/Cargo.toml" --lib --features metrics -- \
-    indexer::tests:: ::crtc_pool_ >"$log" 2>&1
+    indexer::tests:: indexer::delegate_tests:: ::crtc_pool_ >"$log" 2>&1
 status=$?
 set -e
 

@@ -34,12 +34,13 @@
 use std::sync::Arc;
 
 use flume::TryRecvError;
-use rustc_hash::FxHashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::{
     AnchorCapableSyncIndexer, AnchorRef, AnchorTask, ApproximateLruApplyOutput, ApproximateLruLane,
-    ApproximateLruTask, EventKind, EventWarningKind, KvIndexerMetrics, KvRouterError,
-    PreBoundEventCounters, SyncIndexer, WorkerLookupStats, WorkerTask,
+    ApproximateLruTask, EventKind, EventWarningKind, HashLifecycle, KvIndexerDelegate,
+    KvIndexerMetrics, KvRouterError, PreBoundEventCounters, SyncIndexer, WorkerLookupStats,
+    WorkerTask,
 };
 use crate::protocols::{
     ExternalSequenceBlockHash, KvCacheEvent, KvCacheEventData, KvCacheEventError,
@@ -52,6 +53,9 @@ use crtc::{EventOutcome, Lane, ShapeGate, Tree, TreeConfig};
 /// crtc's tree behind upstream's `SyncIndexer` interface.
 pub struct CrtcBackend<G: ShapeGate> {
     tree: Tree<G>,
+    /// First-owner / last-owner notifications of a `KvIndexerDelegate`
+    /// (disabled unless built with one).
+    lifecycle: HashLifecycle,
 }
 
 impl<G: ShapeGate> Default for CrtcBackend<G> {
@@ -70,6 +74,16 @@ impl<G: ShapeGate> CrtcBackend<G> {
     pub fn with_config(config: TreeConfig) -> Self {
         Self {
             tree: Tree::new(config),
+            lifecycle: HashLifecycle::default(),
+        }
+    }
+
+    /// A backend that tells `delegate` when a block gains its first owning
+    /// rank and loses its last one.
+    pub fn new_with_delegate(delegate: Arc<dyn KvIndexerDelegate>) -> Self {
+        Self {
+            lifecycle: HashLifecycle::new(delegate),
+            ..Self::new()
         }
     }
 
@@ -85,6 +99,9 @@ struct LaneState<G: ShapeGate> {
     ranks: FxHashSet<WorkerWithDpRank>,
     counters: Option<PreBoundEventCounters>,
     lru: ApproximateLruLane,
+    /// With a delegate: the blocks each rank of the lane was last seen
+    /// holding, so a removal can tell which ones it took.
+    owned: FxHashMap<WorkerWithDpRank, FxHashSet<ExternalSequenceBlockHash>>,
 }
 
 // ----------------------------------------------------------------------------
@@ -200,6 +217,9 @@ impl<G: ShapeGate> CrtcBackend<G> {
             .ranks
             .insert(WorkerWithDpRank::new(event.worker_id, event.event.dp_rank));
         let result = self.tree.apply_event(&mut state.lane, &ours);
+        if self.lifecycle.is_enabled() {
+            self.track_owners(state, ours.rank(), &ours.event.data, result.is_ok());
+        }
         let duplicate = matches!(result, Ok(EventOutcome::Stored(outcome)) if outcome.duplicate);
         let result = result.map(|_| ()).map_err(|e| error_from_crtc(&e));
         if let Some(counters) = &state.counters {
@@ -254,6 +274,68 @@ impl<G: ShapeGate> CrtcBackend<G> {
             state.ranks.remove(&rank);
             self.tree
                 .remove_worker_dp_rank(&mut [&mut state.lane], rank_to_crtc(rank));
+            self.release_owned(state, rank, |_| true);
+        }
+    }
+
+    /// With a delegate: notes what one event on `rank` changed. A store
+    /// that applied adds its blocks; a removal releases the blocks the rank
+    /// no longer holds (asked of the tree, so blocks a removal uncovered
+    /// below the removed one go too); a clear releases them all.
+    fn track_owners(
+        &self,
+        state: &mut LaneState<G>,
+        rank: ct::WorkerWithDpRank,
+        data: &ct::KvCacheEventData,
+        applied: bool,
+    ) {
+        let rank = rank_from_crtc(rank);
+        match data {
+            ct::KvCacheEventData::Stored { blocks, .. } if applied => {
+                let owned = state.owned.entry(rank).or_default();
+                for block in blocks {
+                    let hash = ExternalSequenceBlockHash(block.external.0);
+                    if owned.insert(hash) {
+                        self.lifecycle.insert(rank, hash);
+                    }
+                }
+            }
+            ct::KvCacheEventData::Stored { .. } => {}
+            ct::KvCacheEventData::Removed { .. } => {
+                let (tree, lane) = (&self.tree, &state.lane);
+                let gone = |h: ExternalSequenceBlockHash| {
+                    !tree.rank_holds_block(lane, rank_to_crtc(rank), external(h))
+                };
+                let gone: Vec<_> = state
+                    .owned
+                    .get(&rank)
+                    .map(|owned| owned.iter().copied().filter(|&h| gone(h)).collect())
+                    .unwrap_or_default();
+                self.release_owned(state, rank, |h| gone.contains(&h));
+            }
+            ct::KvCacheEventData::Cleared => self.release_owned(state, rank, |_| true),
+        }
+    }
+
+    /// Releases the blocks of `rank` that `which` selects.
+    fn release_owned(
+        &self,
+        state: &mut LaneState<G>,
+        rank: WorkerWithDpRank,
+        which: impl Fn(ExternalSequenceBlockHash) -> bool,
+    ) {
+        let Some(owned) = state.owned.get_mut(&rank) else {
+            return;
+        };
+        owned.retain(|&hash| {
+            let release = which(hash);
+            if release {
+                self.lifecycle.remove(rank, hash);
+            }
+            !release
+        });
+        if owned.is_empty() {
+            state.owned.remove(&rank);
         }
     }
 
@@ -357,6 +439,7 @@ impl<G: ShapeGate> SyncIndexer for CrtcBackend<G> {
             ranks: FxHashSet::default(),
             counters: metrics.as_ref().map(|m| m.prebind()),
             lru: ApproximateLruLane::default(),
+            owned: FxHashMap::default(),
         };
         loop {
             let task = match event_receiver.try_recv() {

@@ -21,7 +21,9 @@ DEST and there
    CRTC tests', the pool's, the approximate-LRU lane's, the branch-sharded
    indexer's over CRTC shards and the shard handle's), with the helpers that
    build it, into one module per gate, `crtc_pool_<gate>`, in the same file,
-   with our backend swapped in.
+   with our backend swapped in;
+5. adds one value per gate to the KvIndexerDelegate tests
+   (src/indexer/delegate_tests.rs) that list upstream's CRTC.
 
 Every edit names the text it expects and how often; a mismatch (another
 upstream version) stops the script instead of running a partial suite.
@@ -231,6 +233,25 @@ def crtc_aliases(text):
     return dict(found)
 
 
+def patch_delegate_tests(copy):
+    """The KvIndexerDelegate suite: one value per gate in every value list
+    naming upstream's CRTC ("compressed"), and their arm in its factory."""
+    path = copy / "src/indexer/delegate_tests.rs"
+    text = path.read_text()
+    values = ", ".join(f'"{name}"' for name in GATES)
+    text = sub(text, r'(#\[values\([^\]]*"compressed"[^\]]*)\)\]', rf"\1, {values})]", 5,
+               "delegate value lists naming compressed")
+    glue = "crate::indexer::crtc_backend::suite"
+    text = replace(
+        text,
+        "        _ => unreachable!(),\n    }\n}",
+        f"        v if {glue}::is_crtc(v) => {glue}::pool_with_delegate(v, 4, 32, delegate),\n"
+        "        _ => unreachable!(),\n    }\n}",
+        what="the delegate factory's fallback arm",
+    )
+    path.write_text(text)
+
+
 def pool_items(text, helpers):
     """The fns of `text` to copy per gate: the tests that build upstream's
     CRTC in a pool (or name a type alias of it), with `helpers` also the
@@ -338,6 +359,7 @@ def main():
     patch_manifest(staging, crtc)
     patch_module(staging, here)
     patch_indexer_tests(staging)
+    patch_delegate_tests(staging)
     names = []
     for file, expected, helpers, placement in POOL_FILES:
         path = staging / "src/indexer" / file

@@ -12,7 +12,9 @@ pub(crate) mod suite {
 
     use super::{CrtcBackend, gates};
     use crate::indexer::pruning::PruneConfig;
-    use crate::indexer::{KvIndexerInterface, KvIndexerMetrics, SyncIndexer, ThreadPoolIndexer};
+    use crate::indexer::{
+        KvIndexerDelegate, KvIndexerInterface, KvIndexerMetrics, SyncIndexer, ThreadPoolIndexer,
+    };
     use crate::protocols::{LocalBlockHash, OverlapScores, RouterEvent, WorkerWithDpRank};
     use crtc::ShapeGate;
 
@@ -83,6 +85,25 @@ pub(crate) mod suite {
         prune: PruneConfig,
     ) -> Boxed {
         by_gate!(variant, with_pruning(threads, block_size, prune))
+    }
+
+    fn with_delegate<G: ShapeGate>(
+        threads: usize,
+        block_size: u32,
+        delegate: Arc<dyn KvIndexerDelegate>,
+    ) -> Boxed {
+        let backend = CrtcBackend::<G>::new_with_delegate(delegate);
+        Box::new(ThreadPoolIndexer::new(backend, threads, block_size))
+    }
+
+    /// The pool of `variant` reporting block owners to `delegate`.
+    pub(crate) fn pool_with_delegate(
+        variant: &str,
+        threads: usize,
+        block_size: u32,
+        delegate: Arc<dyn KvIndexerDelegate>,
+    ) -> Boxed {
+        by_gate!(variant, with_delegate(threads, block_size, delegate))
     }
 
     /// The pool of `variant` as the tree-size tests drive it.
