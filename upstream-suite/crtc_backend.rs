@@ -25,6 +25,17 @@
 //! complete). The second step finds nothing left. A rank removal goes to the
 //! rank's sticky thread only and is handled the same way.
 //!
+//! Why not one shared removal (the first thread to see the task unmaps every
+//! rank of the worker, each thread drops its entries, the last one sweeps):
+//! the first thread's unmap would come before the events another thread
+//! still has queued for its rank of the worker, which that thread then
+//! applies to a rank already unmapped; 1.6.1 applies them and then erases
+//! them, and its `whole_worker_remove_barriers_every_rank_lane_before_returning`
+//! checks that nothing of them is left. Removing on the owning thread, in
+//! its queue's order, keeps that order. The price is one unmap, sweep and
+//! release per rank rather than per worker, and a worker's ranks vanish from
+//! reads one at a time.
+//!
 //! Sweeps. `try_schedule_cleanup` (called by the pool on every enqueue) wins
 //! the tree's one in-flight sweep when one is due by volume, and the thread
 //! that receives `CleanupStaleChildren` runs it; a thread about to block on
