@@ -12,7 +12,11 @@
 # grace period and the lane directory's two), each caught by its named property or the step fails (the
 # ordering mutants are loom's). Test binaries: shuttle_rwlock,
 # shuttle_seqlock, shuttle_epoch (scenarios in
-# verification/src/models/scenarios.rs).
+# verification/src/models/scenarios.rs), and shuttle_indexer: the Indexer's
+# lane threads racing a worker's and a dp rank's removal against the
+# worker's late events, a reader and slot reuse, per gate, with the old
+# removal order (RemovalDropsBeforeUnmap) as its control
+# (verification/src/models/indexer.rs).
 #
 # Usage: .ci/shuttle.sh [all|scenarios|mutants]   (default: all)
 # Knobs (CI defaults): CRTC_SHUTTLE_ITERS (500 schedules per scheduler and
@@ -37,7 +41,7 @@ export CRTC_SHUTTLE_MUTANT_ITERS="${CRTC_SHUTTLE_MUTANT_ITERS:-300}"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 start=$SECONDS
-run_suites "$log" shuttle_rwlock shuttle_seqlock shuttle_epoch
+run_suites "$log" shuttle_rwlock shuttle_seqlock shuttle_epoch shuttle_indexer
 
 # The figures of one storm's retry distribution line: restarts per read
 # (mean, max) and fallbacks, or "no restart path" / "no fallback path" where
@@ -53,7 +57,7 @@ retry_figures() {
 # blocks freed during them, its storms' retry distributions, and its negative
 # controls (a gate without retry paths: "storms: no retry path").
 parts=()
-for gate in rwlock seqlock epoch; do
+for gate in rwlock seqlock epoch indexer; do
     runs=$(grep -oE "^shuttle $gate [a-z (),-]+: [0-9]+ schedules in [0-9.]+ s" "$log" |
         sed -E "s/^shuttle $gate ([a-z (),-]+): ([0-9]+) schedules in ([0-9.]+) s/\1|\2|\3/" || true)
     count=$(printf '%s\n' "$runs" | grep -c . || true)

@@ -8,9 +8,11 @@
 //! `lanes`). Reads (`find_matches`, `dump_events`) run
 //! inline on the caller's thread. `flush` sends a marker down every lane and
 //! waits for each to answer, so everything enqueued before it has been
-//! applied. Rank removal first has every lane drop the target's lookups (and
-//! waits for all of them), then unmaps, sweeps and releases the slots on the
-//! caller's thread (or waits for a concurrent removal that unmapped them).
+//! applied. Rank removal first unmaps the targets' slots, then has every lane
+//! drop what it cached of them (and waits for all of them), then sweeps and
+//! releases the slots on the caller's thread (or waits for a concurrent
+//! removal that unmapped them); the order is what keeps an event racing the
+//! removal from leaving a released slot in a lane (`tree::ranks`).
 //!
 //! Reclamation. A lane folds its tally into the tree's estimates when it
 //! grew large, and always before it blocks on an empty queue, on a flush and
@@ -21,7 +23,10 @@
 //! block on an empty queue also checks the timer and runs a due sweep itself.
 
 use crate::lanes::LaneThreads;
-use crate::tree::{EventOutcome, Lane, LaneCounters, SweepClaim, SweepStats, Tree, TreeConfig};
+use crate::tree::{
+    EventOutcome, Lane, LaneCounters, RankRemoval, RankTarget, SweepClaim, SweepStats, Tree,
+    TreeConfig,
+};
 use crate::types::{
     ExternalSequenceBlockHash, IndexerError, KvError, LocalBlockHash, MatchDetails, OverlapScores,
     RouterEvent, WorkerId, WorkerWithDpRank,
@@ -29,22 +34,6 @@ use crate::types::{
 use crtc_strategies::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
 use crtc_strategies::sync::Arc;
 use crtc_strategies::{RwLockGate, ShapeGate};
-
-/// Which ranks a removal targets.
-#[derive(Clone, Copy, Debug)]
-enum RankFilter {
-    Worker(WorkerId),
-    Rank(WorkerWithDpRank),
-}
-
-impl RankFilter {
-    fn matches(self, rank: WorkerWithDpRank) -> bool {
-        match self {
-            RankFilter::Worker(worker) => rank.worker_id == worker,
-            RankFilter::Rank(target) => rank == target,
-        }
-    }
-}
 
 /// An anchor registration for one rank.
 struct AnchorTask {
@@ -60,8 +49,12 @@ enum Task {
     EventWithAck(RouterEvent, Sender<Result<EventOutcome, KvError>>),
     Anchor(AnchorTask),
     Flush(Sender<()>),
-    DropRanks(RankFilter, Sender<()>),
+    DropRanks(Arc<RankRemoval>, Sender<()>),
     Sweep(SweepClaim),
+    /// Blocks the lane until the sender sends or goes (tests: a lane held
+    /// between a removal's steps).
+    #[cfg(test)]
+    Hold(Receiver<()>),
 }
 
 /// Indexer settings.
@@ -128,14 +121,18 @@ fn run_task<G: ShapeGate>(tree: &Tree<G>, lane: &mut Lane<G>, task: Task) {
             tree.fold_tally(lane, true);
             let _ = ack.send(());
         }
-        Task::DropRanks(target, ack) => {
-            let ranks: Vec<_> = lane.ranks().filter(|&r| target.matches(r)).collect();
-            tree.drop_lane_ranks(lane, &ranks);
+        Task::DropRanks(removal, ack) => {
+            tree.drop_removed(lane, &removal);
+            lane.counters().removal_drops.add(1);
             let _ = ack.send(());
         }
         Task::Sweep(claim) => {
             tree.fold_tally(lane, true);
             tree.run_sweep(claim);
+        }
+        #[cfg(test)]
+        Task::Hold(release) => {
+            let _ = release.recv();
         }
     }
 }
@@ -258,16 +255,25 @@ impl<G: ShapeGate> Indexer<G> {
 
     /// Removes every rank of `worker_id`.
     pub fn remove_worker(&self, worker_id: WorkerId) {
-        self.remove_ranks(RankFilter::Worker(worker_id));
+        self.remove_ranks(RankTarget::Worker(worker_id));
     }
 
     /// Removes one rank.
     pub fn remove_worker_dp_rank(&self, rank: WorkerWithDpRank) {
-        self.remove_ranks(RankFilter::Rank(rank));
+        self.remove_ranks(RankTarget::Rank(rank));
     }
 
-    fn remove_ranks(&self, target: RankFilter) {
-        self.lanes.broadcast(|ack| Task::DropRanks(target, ack));
-        self.tree.release_ranks(&|rank| target.matches(rank));
+    /// Removes the ranks `target` matches (`Tree::begin_removal`, every
+    /// lane drops them, `Tree::finish_removal`). An event of such a rank
+    /// racing the call applies wholly before the removal or wholly after it,
+    /// as a new rank (crate docs, "Events racing a removal").
+    pub fn remove_ranks(&self, target: RankTarget) {
+        self.tree.remove_ranks_with(target, |removal| {
+            self.lanes
+                .broadcast(|ack| Task::DropRanks(Arc::clone(removal), ack));
+        });
     }
 }
+
+#[cfg(test)]
+mod tests;

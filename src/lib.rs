@@ -82,6 +82,32 @@
 //! `verification/tests/` (differential, stress, soak, memory) and the model
 //! checks in `verification/src/models/`.
 //!
+//! # Events racing a removal
+//!
+//! A router's events arrive asynchronously, so a worker's last events can
+//! reach the [`Indexer`] while [`Indexer::remove_worker`],
+//! [`Indexer::remove_worker_dp_rank`] or a `Cleared` of the rank runs. Each
+//! such event applies wholly before the removal (it is then removed with the
+//! rank: its coverage swept, its lane's lookups dropped) or wholly after it:
+//! the rank comes back as a new one holding nothing, so a late store under
+//! a block the rank held is refused with `ParentBlockNotFound`, and a late
+//! store from the root is kept. Never half: no lane keeps a lookup or a slot
+//! of the removed rank, and a released slot is never in any lane's state when
+//! it is issued to a new rank. The removal's linearization point is the unmap
+//! of the rank's slots (`Tree::begin_removal`; protocol in `tree::ranks`).
+//! Shown by the unit tests `indexer::tests` (a lane held between the
+//! removal's steps) and the shuttle model `indexer` (lane threads, late
+//! events, removals, clears and slot reuse against the reference model),
+//! which catches the old order (mutant `RemovalDropsBeforeUnmap`).
+//!
+//! Upstream 1.6.1 (read, not run) removes in two broadcasts: every lane
+//! erases its per-worker lookup, then lane 0 erases the worker's coverage
+//! from the tree, and its code notes that events admitted before the
+//! barrier "may be removed". A late event applied on another lane between
+//! its lane's erase and lane 0's tree sweep re-creates that lane's lookup
+//! for blocks whose coverage the sweep then erases: half applied. crtc's
+//! order does not leave that state.
+//!
 //! # What is exported
 //!
 //! The crate root is the API: [`Tree`] with its [`Lane`]s and
@@ -108,6 +134,6 @@ pub use crtc_strategies::SeqlockGate;
 pub use crtc_strategies::{Guard, Reclaim, RwLockGate, ShapeGate};
 pub use indexer::{Indexer, IndexerConfig};
 pub use tree::{
-    Counter, EventOutcome, Lane, LaneCounters, Refusal, StoreOutcome, SweepPolicy, SweepStats,
-    Tree, TreeConfig,
+    Counter, EventOutcome, Lane, LaneCounters, RankRemoval, RankTarget, Refusal, StoreOutcome,
+    SweepPolicy, SweepStats, Tree, TreeConfig,
 };

@@ -41,6 +41,9 @@ pub struct LaneCounters {
     pub removals: Counter,
     /// Cleared events applied.
     pub clears: Counter,
+    /// Rank removals this lane took part in (it dropped what it cached of
+    /// the removed ranks, whether or not it held any).
+    pub removal_drops: Counter,
     /// Events rejected with an error.
     pub errors: Counter,
     /// Events rejected, per [`Refusal`] reason (they sum to `errors`).

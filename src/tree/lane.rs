@@ -153,6 +153,12 @@ impl<G: ShapeGate> Lane<G> {
         self.ranks.get(rank).is_some()
     }
 
+    /// The ranks registered on this lane, each with the slot the lane last
+    /// found for it.
+    pub(crate) fn registrations(&self) -> Vec<(WorkerWithDpRank, Option<CachedSlot>)> {
+        self.ranks.iter().collect()
+    }
+
     /// The ranks registered on this lane.
     pub(crate) fn ranks(&self) -> impl Iterator<Item = WorkerWithDpRank> + '_ {
         self.ranks.ranks()
@@ -338,7 +344,7 @@ impl<G: ShapeGate> Lane<G> {
     }
 
     /// Unregisters `rank`. Its blocks' entries are the tree's to scrub
-    /// (`Tree::drop_lane_ranks`), except when it was the lane's last rank:
+    /// (`Tree::drop_removed`), except when it was the lane's last rank:
     /// then the whole directory goes.
     /// Returns whether `rank` was registered.
     pub(crate) fn drop_rank(&mut self, rank: WorkerWithDpRank) -> bool {

@@ -32,6 +32,7 @@ mod maintenance;
 mod matches;
 mod node;
 mod rank_slots;
+mod ranks;
 mod remove;
 mod repair;
 mod scheduler;
@@ -42,6 +43,7 @@ mod sweep;
 
 pub use counters::{Counter, LaneCounters, Refusal};
 pub use lane::{Lane, Tally};
+pub use ranks::{RankRemoval, RankTarget};
 pub use scheduler::{SweepClaim, SweepPolicy, SweepReason, SweepTrigger, FOLD_THRESHOLD};
 pub use slots::{CachedSlot, SlotRegistry, SlotTable};
 pub use store::StoreOutcome;
@@ -216,26 +218,18 @@ impl<G: ShapeGate> Tree<G> {
         result
     }
 
-    /// Removes every rank of `worker_id`: each of `lanes` drops their
-    /// lookups, then their slots are unmapped, swept out of the tree and
-    /// released. Returns once no slot of the worker is pending, also when a
-    /// concurrent removal won the unmap. Pass every lane the worker's ranks
-    /// may be routed to. The caller must not be pinned.
+    /// Removes every rank of `worker_id` (see `ranks`: unmap, each of
+    /// `lanes` drops the ranks, then sweep and release). Returns once no
+    /// slot of the worker is pending, also when a concurrent removal won
+    /// the unmap. Pass every lane the worker's ranks may be routed to. The
+    /// caller must not be pinned.
     pub fn remove_worker(&self, lanes: &mut [&mut Lane<G>], worker_id: WorkerId) {
-        self.remove_ranks(lanes, &|rank: WorkerWithDpRank| rank.worker_id == worker_id);
+        self.remove_ranks(lanes, RankTarget::Worker(worker_id));
     }
 
     /// Removes one rank, like [`Tree::remove_worker`].
     pub fn remove_worker_dp_rank(&self, lanes: &mut [&mut Lane<G>], rank: WorkerWithDpRank) {
-        self.remove_ranks(lanes, &|r: WorkerWithDpRank| r == rank);
-    }
-
-    fn remove_ranks(&self, lanes: &mut [&mut Lane<G>], target: &dyn Fn(WorkerWithDpRank) -> bool) {
-        for lane in lanes.iter_mut() {
-            let ranks: Vec<_> = lane.ranks().filter(|r| target(*r)).collect();
-            self.drop_lane_ranks(lane, &ranks);
-        }
-        self.release_ranks(target);
+        self.remove_ranks(lanes, RankTarget::Rank(rank));
     }
 
     /// Number of rank slots issued so far (released ones included).

@@ -65,6 +65,11 @@ impl RankSlots {
         Some(cached)
     }
 
+    /// The registered ranks with their cached slots.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (WorkerWithDpRank, Option<CachedSlot>)> + '_ {
+        self.ranks.iter().copied()
+    }
+
     /// The registered ranks.
     pub(crate) fn ranks(&self) -> impl Iterator<Item = WorkerWithDpRank> + '_ {
         self.ranks.iter().map(|(rank, _)| *rank)

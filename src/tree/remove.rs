@@ -31,35 +31,13 @@
 //! A run that leaves a non-anchor node holder-less adds the edge to the
 //! lane's dead tally (see `sweep`).
 //!
-//! `Cleared` unregisters the rank from the lane and drops the entries of the
-//! blocks no other rank of the lane covers (`drop_lane_ranks`), and keeps its
-//! slot. Under a pin it
-//! reads the slot, then sweeps it out of every node reachable from the root
-//! and the anchors, checking before each node, under the current pin, that
-//! the rank still maps to that slot; it stops as soon as it does not (a
-//! removal unmapped it and finishes the job). A pin that saw the mapping
-//! holds back the slot's release, so a clear never touches a slot recycled
-//! meanwhile. Unpinned again, it waits until no slot of the rank is pending
-//! release, so an acknowledged clear leaves nothing behind even when another
-//! caller is removing the rank (possibly an older slot of it).
-//!
-//! Rank removal (`release_ranks`) unmaps the slots (no more writes), waits
-//! until every thread pinned before has unpinned (events that resolved the
-//! old slot finish writing), sweeps the slots out of every reachable node
-//! without a visited set, then releases them (vacate, wait for pinned
-//! readers, free). A caller that lost the unmap to another caller waits for
-//! that caller's release instead. The sweep seeds with the root's children
-//! and every anchor, snapshots a node's children before clearing them, so it
-//! still visits nodes it just detached; a split racing the sweep either
-//! happened before the node's section (the snapshot holds the suffix) or
-//! starts after the slot's bits are gone, so it cannot copy them forward.
+//! Rank removal and `Cleared` are `ranks`.
 
 use super::node::Node;
 use super::repair::Direction;
-use super::slots::SlotTable;
 use super::{Guard, Lane, Tree};
 use crate::types::{ExternalSequenceBlockHash, KvError, WorkerWithDpRank};
-use crtc_strategies::shape::{cut_at, drop_slot};
+use crtc_strategies::shape::cut_at;
 use crtc_strategies::sync::Arc;
 use crtc_strategies::{Commit, Reclaim, ShapeGate, ShapeRead, Slot, SlotBits};
 use std::ops::Range;
@@ -92,9 +70,6 @@ fn unheld_blocks(
     unheld.extend(past.map(|&p| shape.pair(p).external));
     unheld
 }
-
-/// Nodes a sweep visits before it re-pins.
-const SWEEP_REPIN: usize = 64;
 
 impl<G: ShapeGate> Tree<G> {
     pub(super) fn apply_removed(
@@ -189,103 +164,5 @@ impl<G: ShapeGate> Tree<G> {
             }
         });
         removal.ok().flatten()
-    }
-
-    /// Unregisters `ranks` from `lane` and drops the directory entries of
-    /// the blocks no rank left on the lane covers (positions past the lane's
-    /// coverage on the node an entry names; an entry whose block left that
-    /// node for a split suffix stays, since another rank may hold it there).
-    /// One pass over the directory for all of `ranks` (a worker's removal
-    /// drops every dp rank of it at once).
-    pub(crate) fn drop_lane_ranks(&self, lane: &mut Lane<G>, ranks: &[WorkerWithDpRank]) {
-        let mut dropped = false;
-        for &rank in ranks {
-            dropped |= lane.drop_rank(rank);
-        }
-        if !dropped || lane.ranks().next().is_none() {
-            return;
-        }
-        let guard = G::Reclaim::pin();
-        for (node, hashes) in lane.entries_by_node() {
-            let unheld: Vec<_> = node.gate.read_in(&guard, |s| {
-                let held = s.covered_len_by_any(lane.slot_mask());
-                let past = |h| s.position(h).is_some_and(|p| p >= held);
-                hashes.iter().copied().filter(|&h| past(h)).collect()
-            });
-            lane.remove_naming(&unheld, [&node, &node]);
-        }
-    }
-
-    pub(super) fn apply_cleared(&self, lane: &mut Lane<G>, rank: WorkerWithDpRank) {
-        let registered = lane.has_rank(rank);
-        self.drop_lane_ranks(lane, &[rank]);
-        if registered {
-            lane.add_rank(rank);
-        }
-        let slot = self.slots.table(&G::Reclaim::pin()).slot(rank);
-        if let Some(slot) = slot {
-            let still_mapped = |table: &SlotTable| table.slot(rank) == Some(slot);
-            let dead = self.sweep_slots(&[slot], still_mapped);
-            lane.note(0, dead as i64);
-        }
-        self.slots.wait_for_release(|r| r == rank);
-    }
-
-    /// Unmaps, sweeps and releases the slots of every rank matching
-    /// `target`, or waits for the caller that unmapped them first. The
-    /// caller must not be pinned.
-    pub(crate) fn release_ranks(&self, target: &dyn Fn(WorkerWithDpRank) -> bool) {
-        let slots = self.slots.unmap(target);
-        if !slots.is_empty() {
-            G::Reclaim::wait_for_pinned_threads();
-            let dead = self.sweep_slots(&slots, |_| true);
-            self.trigger.add(0, dead as i64);
-            self.slots.release(&slots);
-        }
-        self.slots.wait_for_release(target);
-    }
-
-    /// Removes `slots` from every node reachable from the root and the
-    /// anchors, while `proceed` accepts the current slot table (checked
-    /// before each node, under the pin the node is swept with). No visited
-    /// set: the tree is acyclic, and a split suffix may reuse a freed node's
-    /// address. Children are snapshotted before a clear, so the sweep still
-    /// visits nodes it just detached. Returns the blocks left on nodes it
-    /// made holder-less.
-    pub(super) fn sweep_slots(
-        &self,
-        slots: &[Slot],
-        proceed: impl Fn(&SlotTable) -> bool,
-    ) -> usize {
-        let mut guard = G::Reclaim::pin();
-        let mut queue: Vec<Arc<Node<G>>> = self.anchor_nodes(&guard);
-        let roots = self.root.children.snapshot(&guard);
-        queue.extend(roots.into_iter().map(|(_, c)| c));
-        let (mut visited, mut dead) = (0, 0);
-        while let Some(node) = queue.pop() {
-            if !proceed(self.slots.table(&guard)) {
-                break;
-            }
-            let swept = node.gate.exclusive_commit(None, |w| {
-                let had_holders = w.has_holders();
-                let removed = slots.iter().fold(false, |any, &s| drop_slot(w, s) | any);
-                let children = node.children.snapshot(&guard);
-                let cleared = removed && !w.has_full() && node.children.clear(&guard);
-                let emptied = had_holders && !w.has_holders() && !w.is_anchor();
-                Commit {
-                    value: (children, if emptied { w.len() } else { 0 }),
-                    shape_changed: cleared,
-                }
-            });
-            if let Ok((children, emptied)) = swept {
-                queue.extend(children.into_iter().map(|(_, c)| c));
-                dead += emptied;
-            }
-            visited += 1;
-            if visited % SWEEP_REPIN == 0 {
-                guard = G::Reclaim::pin();
-            }
-        }
-        dead
     }
 }

@@ -365,6 +365,16 @@ impl<R: Reclaim> SlotRegistry<R> {
         }
     }
 
+    /// Every slot `rank` owns: its mapped one and any a removal has
+    /// unmapped but not released yet.
+    pub fn owned_by(&self, rank: WorkerWithDpRank) -> Vec<Slot> {
+        let issue = self.issue.lock();
+        let pending = issue.pending.iter().filter(|&(_, &r)| r == rank);
+        let mut slots: Vec<Slot> = pending.map(|(&slot, _)| slot).collect();
+        slots.extend(self.table.slot(rank));
+        slots
+    }
+
     /// Whether a rank matching `target` has a pending slot (diagnostics).
     pub fn is_pending(&self, target: impl Fn(WorkerWithDpRank) -> bool) -> bool {
         self.issue.lock().pending.values().any(|&r| target(r))

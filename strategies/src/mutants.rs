@@ -201,6 +201,16 @@ pub enum Mutant {
     /// tail both pass the eligibility check and both succeed: the
     /// gate-level `two_appenders` model).
     SeqlockUnexcludedWriters = 62,
+    /// Rank removal: the lanes drop the removed ranks before their slots are
+    /// unmapped (the order before issue 44; checked in `crtc`'s
+    /// `tree::ranks`), so a late event of a removed rank applied between the
+    /// two registers the rank again with its old slot, and that slot stays
+    /// in the lane's slot mask after its release and reissue. Another rank
+    /// of the lane then skips the directory entries of blocks the slot's new
+    /// owner covers: its valid store under them is refused and its removal
+    /// of them is lost. Must fail `accepted` or `read-bounds` (C4, C1) in the
+    /// shuttle `indexer` model.
+    RemovalDropsBeforeUnmap = 63,
 }
 
 impl Mutant {
@@ -260,6 +270,10 @@ impl Mutant {
     /// The mutants of rank removal on the real tree (`loom_ranks`).
     pub const RANKS: [Mutant; 1] = [Mutant::SlotRecycledBeforeGrace];
 
+    /// The mutants of the indexer's rank removal against its lanes (the
+    /// shuttle `indexer` model).
+    pub const INDEXER: [Mutant; 1] = [Mutant::RemovalDropsBeforeUnmap];
+
     /// The mutants of the lanes' shared directory (`crtc::tree::store`):
     /// parent resolution and the store skip (`loom_ranks`' D1, the shuttle
     /// case `shared lane`).
@@ -269,7 +283,7 @@ impl Mutant {
     ];
 
     /// Every mutant, for lookups by name or id.
-    pub const ALL: [Mutant; 34] = [
+    pub const ALL: [Mutant; 35] = [
         Mutant::SkipInternalCheck,
         Mutant::ClearBitBeforeCutoff,
         Mutant::NoInvalidation,
@@ -304,6 +318,7 @@ impl Mutant {
         Mutant::SharedEntrySkipsCoverage,
         Mutant::StoreSkipPastLaneCoverage,
         Mutant::SeqlockUnexcludedWriters,
+        Mutant::RemovalDropsBeforeUnmap,
     ];
 
     /// The mutant with numeric id `id` (`Mutant as u8`; 0 is [`Mutant::None`]).

@@ -49,6 +49,8 @@ pub mod explorer;
 #[cfg(crtc_loom)]
 pub mod gate;
 pub mod grace;
+#[cfg(crtc_shuttle)]
+pub mod indexer;
 pub mod observation;
 #[cfg(crtc_loom)]
 pub mod ranks;

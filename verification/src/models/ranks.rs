@@ -1,7 +1,8 @@
 //! loom models of rank removal on the real tree, generic over the gate: the
 //! real `Tree::remove_worker` and `Cleared` paths (unmap, wait for pinned
 //! threads, the sweep of the slot out of every node, the release and its
-//! grace period, or a clear's sweep under a still-mapped slot) racing a
+//! grace period, or a clear's sweep of a slot whose owner cell still names
+//! the rank) racing a
 //! split by another lane and a reader. Run over a gate whose reclaimer is
 //! [`GraceReclaim`](super::grace::GraceReclaim) with the quarantining
 //! allocator, as the other tree models.

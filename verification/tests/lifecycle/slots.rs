@@ -103,38 +103,43 @@ fn removal_that_loses_the_unmap_race_waits_for_the_winning_sweep() {
     assert_eq!(tree.find_matches(&q(&[1, 2, 3]), false).score(rank(1)), 0);
 }
 
+/// A clear of a rank whose removal is under way (unmapped, not yet swept:
+/// the remover waits for a pinned thread) does not wait for the release: it
+/// sweeps the pending slot itself, so once acknowledged nothing of the rank
+/// is left, while the removal is still pending (`tree::ranks`).
 #[test]
-fn clear_of_a_rank_mid_removal_waits_for_the_release() {
+fn clear_of_a_rank_mid_removal_sweeps_the_pending_slot() {
     let tree = Arc::new(Tree::<G>::new(config(true, SweepPolicy::default())));
     let mut lane = tree.new_lane();
     tree.apply_event(&mut lane, &store(1, &[], &[1, 2, 3]))
         .unwrap();
     let (release, pinner) = park_pinned::<G>();
     let winner_tree = Arc::clone(&tree);
-    let (winner, _) = spawn_flagged(move || winner_tree.remove_worker_dp_rank(&mut [], rank(1)));
+    let (winner, winner_done) =
+        spawn_flagged(move || winner_tree.remove_worker_dp_rank(&mut [], rank(1)));
     wait_unmapped(&tree, rank(1));
-    let clear_tree = Arc::clone(&tree);
-    let (clearing, clear_done) = spawn_flagged(move || {
-        clear_tree
-            .apply_event(&mut lane, &RouterEvent::cleared(rank(1)))
-            .unwrap();
-        lane
-    });
-    thread::sleep(Duration::from_millis(100));
-    assert!(
-        !finished(&clear_done),
+    tree.apply_event(&mut lane, &RouterEvent::cleared(rank(1)))
+        .unwrap();
+    assert!(tree.is_release_pending(rank(1)), "the removal is under way");
+    assert!(!finished(&winner_done));
+    assert_eq!(
+        tree.find_matches(&q(&[1, 2, 3]), false).score(rank(1)),
+        0,
         "an acknowledged clear leaves nothing behind"
     );
+    assert!(lane.has_rank(rank(1)), "a clear keeps the rank registered");
     let _ = release.send(());
     pinner.join().unwrap();
     winner.join().unwrap();
-    let lane = clearing.join().unwrap();
-    assert!(lane.has_rank(rank(1)), "a clear keeps the rank registered");
+    assert!(!tree.is_release_pending(rank(1)));
     assert_eq!(tree.find_matches(&q(&[1, 2, 3]), false).score(rank(1)), 0);
 }
 
+/// A clear of a rank that came back on a new slot while its old slot is
+/// still pending sweeps both without waiting for the old slot's release,
+/// and keeps the new slot.
 #[test]
-fn clear_after_a_new_slot_waits_for_the_old_slot_release() {
+fn clear_after_a_new_slot_sweeps_the_old_pending_slot_too() {
     let tree = Arc::new(Tree::<G>::new(config(true, SweepPolicy::default())));
     let mut lane = tree.new_lane();
     tree.apply_event(&mut lane, &store(1, &[], &[1, 2, 3]))
@@ -142,37 +147,29 @@ fn clear_after_a_new_slot_waits_for_the_old_slot_release() {
     let old = tree.slot_of(rank(1));
     let (release, pinner) = park_pinned::<G>();
     let winner_tree = Arc::clone(&tree);
-    let (winner, _) = spawn_flagged(move || winner_tree.remove_worker_dp_rank(&mut [], rank(1)));
+    let (winner, winner_done) =
+        spawn_flagged(move || winner_tree.remove_worker_dp_rank(&mut [], rank(1)));
     wait_unmapped(&tree, rank(1));
     tree.apply_event(&mut lane, &store(1, &[], &[9])).unwrap();
-    assert_ne!(
-        tree.slot_of(rank(1)),
-        old,
-        "a store after the unmap takes a new slot"
-    );
-    let clear_tree = Arc::clone(&tree);
-    let (clearing, clear_done) = spawn_flagged(move || {
-        clear_tree
-            .apply_event(&mut lane, &RouterEvent::cleared(rank(1)))
-            .unwrap();
-        lane
-    });
-    thread::sleep(Duration::from_millis(100));
-    assert!(!finished(&clear_done), "the old slot is still pending");
+    let new = tree.slot_of(rank(1));
+    assert_ne!(new, old, "a store after the unmap takes a new slot");
+    tree.apply_event(&mut lane, &RouterEvent::cleared(rank(1)))
+        .unwrap();
+    assert!(!finished(&winner_done), "the old slot is still pending");
     assert_eq!(
         tree.find_matches(&q(&[9]), false).score(rank(1)),
         0,
         "new slot swept"
     );
+    assert_eq!(
+        tree.find_matches(&q(&[1, 2, 3]), false).score(rank(1)),
+        0,
+        "old slot swept"
+    );
     let _ = release.send(());
     pinner.join().unwrap();
     winner.join().unwrap();
-    let _lane = clearing.join().unwrap();
-    assert_eq!(tree.find_matches(&q(&[1, 2, 3]), false).score(rank(1)), 0);
-    assert!(
-        tree.slot_of(rank(1)).is_some(),
-        "the clear kept the new slot"
-    );
+    assert_eq!(tree.slot_of(rank(1)), new, "the clear kept the new slot");
 }
 
 #[test]
