@@ -19,19 +19,23 @@
 //! Worker removal. The pool removes a worker in two steps: a
 //! `RemoveWorker { sweep_tree: false }` on every thread (it waits for every
 //! thread's answer), then a `RemoveWorker { sweep_tree: true }` on thread 0.
-//! Each thread removes the worker's ranks it owns on its own lane
-//! (`Tree::remove_worker_dp_rank` with that one lane: only that lane holds
-//! entries of those ranks, so dropping them there and releasing the slots is
-//! complete). The second step finds nothing left. A rank removal goes to the
-//! rank's sticky thread only and is handled the same way.
+//! Each thread removes the worker's ranks it owns, one rank at a time,
+//! through crtc's three steps: `Tree::begin_removal` (unmap: the
+//! linearization point), `Tree::drop_removed` on its own lane, then
+//! `Tree::finish_removal` (sweep and release). crtc asks every lane to drop
+//! a removal; here only the owning lane can hold the rank (its events reach
+//! no other), so dropping there is complete. The second step finds nothing
+//! left. A rank removal goes to the rank's sticky thread only and is handled
+//! the same way.
 //!
-//! Why not one shared removal (the first thread to see the task unmaps every
-//! rank of the worker, each thread drops its entries, the last one sweeps):
-//! the first thread's unmap would come before the events another thread
-//! still has queued for its rank of the worker, which that thread then
-//! applies to a rank already unmapped; 1.6.1 applies them and then erases
-//! them, and its `whole_worker_remove_barriers_every_rank_lane_before_returning`
-//! checks that nothing of them is left. Removing on the owning thread, in
+//! Why not one shared removal (the first thread to see the task begins
+//! `RankTarget::Worker`, each thread drops, the second step finishes): the
+//! first thread's unmap can come before events another thread still has
+//! queued for its rank of the worker; that thread then applies them to the
+//! rank come back on a fresh slot, where they survive the removal. 1.6.1
+//! applies them and then erases them, and its test
+//! `whole_worker_remove_barriers_every_rank_lane_before_returning` checks
+//! that nothing of them is left. Removing on the owning thread, in
 //! its queue's order, keeps that order. The price is one unmap, sweep and
 //! release per rank rather than per worker, and a worker's ranks vanish from
 //! reads one at a time.
@@ -59,7 +63,7 @@ use crate::protocols::{
     RouterEvent, WorkerWithDpRank,
 };
 use crtc::types as ct;
-use crtc::{EventOutcome, Lane, ShapeGate, Tree, TreeConfig};
+use crtc::{EventOutcome, Lane, RankTarget, ShapeGate, Tree, TreeConfig};
 
 /// crtc's tree behind upstream's `SyncIndexer` interface.
 pub struct CrtcBackend<G: ShapeGate> {
@@ -283,8 +287,13 @@ impl<G: ShapeGate> CrtcBackend<G> {
         let owned: Vec<_> = state.ranks.iter().copied().filter(|&r| target(r)).collect();
         for rank in owned {
             state.ranks.remove(&rank);
-            self.tree
-                .remove_worker_dp_rank(&mut [&mut state.lane], rank_to_crtc(rank));
+            // Only this lane holds the rank (module docs): it alone drops it
+            // between the unmap and the release.
+            let removal = self
+                .tree
+                .begin_removal(RankTarget::Rank(rank_to_crtc(rank)));
+            self.tree.drop_removed(&mut state.lane, &removal);
+            self.tree.finish_removal(&removal);
             self.release_owned(state, rank, |_| true);
         }
     }
