@@ -35,7 +35,8 @@
 //! rank come back on a fresh slot, where they survive the removal. 1.6.1
 //! applies them and then erases them, and its test
 //! `whole_worker_remove_barriers_every_rank_lane_before_returning` checks
-//! that nothing of them is left. Removing on the owning thread, in
+//! that nothing of them is left; with the shared removal it failed on every
+//! gate (tried at this module's first version on main's removal API). Removing on the owning thread, in
 //! its queue's order, keeps that order. The price is one unmap, sweep and
 //! release per rank rather than per worker, and a worker's ranks vanish from
 //! reads one at a time.
