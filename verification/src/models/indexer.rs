@@ -1,18 +1,19 @@
 //! The `Indexer` a router calls, under shuttle: its two lane threads, a
-//! remover, a sender of a removed worker's late events and a reader, checked
-//! against the reference model (C1, C4).
+//! remover, a sender of a removed worker's late events, a writer and a
+//! reader, checked against the reference model (C1, C4).
 //!
 //! Model `indexer`. Lanes L0 and L1 (ranks routed round-robin by first
 //! sight: R, W0 and V on L0, Y, W1 and later X on L1). Setup, acknowledged:
 //! R, Y, W0 (worker 3, dp rank 0), W1 (worker 3, dp rank 1) and V store;
 //! then Y's four more stores are enqueued without waiting, a backlog that
-//! keeps L1 busy. Three threads then run at once:
+//! keeps L1 busy. Four threads then run at once:
 //!
 //! - the remover: `remove_worker(3)`, then `remove_worker_dp_rank(W1)`
 //!   (which removes W1 again if a late event brought it back);
 //! - the late sender (not waiting for acknowledgements): W0 stores under its
 //!   last block, W1 is cleared, W0 stores a block from the root, W0 removes
 //!   one of its blocks, W1 stores under its last block;
+//! - R's writer: R stores under its block on L0 (must be accepted);
 //! - the reader: scores W0's chain and checks that only W0 is credited, and
 //!   by at most the blocks W0 ever held (C1).
 //!
@@ -56,7 +57,7 @@ const X: WorkerWithDpRank = WorkerWithDpRank::new(4, 0);
 
 /// The queries the final scores are compared on.
 const QUERIES: [&[u64]; 6] = [
-    &[1],
+    &[1, 50],
     &[2, 3, 4, 6, 7],
     &[5],
     &[10, 11, 12, 13],
@@ -109,6 +110,11 @@ fn late() -> Vec<RouterEvent> {
     ]
 }
 
+/// R's store on lane 0 while worker 3 is removed.
+fn r_during() -> RouterEvent {
+    store(R, &[1], &[50])
+}
+
 /// After the race, acknowledged, every one valid in the reference model.
 fn after() -> Vec<RouterEvent> {
     vec![
@@ -126,6 +132,7 @@ fn reference() -> Reference {
     for event in setup().iter().chain(&backlog()) {
         model.apply(event);
     }
+    model.apply(&r_during());
     model.remove_worker(3);
     model.remove_worker_dp_rank(W1);
     for event in &after() {
@@ -154,6 +161,10 @@ fn race<G: ShapeGate>(indexer: &Arc<Indexer<G>>) -> Vec<Violation> {
             }
         })
     };
+    let writer = {
+        let indexer = Arc::clone(indexer);
+        thread::spawn(move || indexer.apply_event_acked(r_during()))
+    };
     let chain = query(&[10, 11, 12, 13]);
     let scores = indexer.find_matches(&chain);
     let mut found = Vec::new();
@@ -167,6 +178,12 @@ fn race<G: ShapeGate>(indexer: &Arc<Indexer<G>>) -> Vec<Violation> {
     }
     remover.join().expect("the remover panicked");
     sender.join().expect("the late sender panicked");
+    if let Err(error) = writer.join().expect("R's writer panicked") {
+        found.push((
+            Property::Accepted,
+            format!("R's store during the removal: {error}"),
+        ));
+    }
     found
 }
 
