@@ -34,6 +34,20 @@ OPTIONS = [
 ]
 
 
+def verdict_cells(markdown):
+    """The verdict cells ("met" or "missed") of every table row in
+    `markdown`, in order. Rows are split into cells, so two adjacent verdict
+    cells, which share the `|` between them, are both counted."""
+    verdicts = []
+    for line in markdown.splitlines():
+        line = line.strip()
+        if not line.startswith("|"):
+            continue
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        verdicts.extend(cell for cell in cells if cell in ("met", "missed"))
+    return verdicts
+
+
 def load(results):
     """Every input, parsed: compare reports per workload, the criterion
     export, code-size rows and verification step lines."""
@@ -47,7 +61,7 @@ def load(results):
         if len(cells) == 7 and cells[1].isdigit():
             code[cells[0]] = {"lines": int(cells[2]), "unsafe": int(cells[3])}
     verification = read("verification.md")
-    verdicts = re.findall(r"\| (met|missed) \|", read("targets.md"))
+    verdicts = verdict_cells(read("targets.md"))
     steps = dict(re.findall(r"^- (\w+) \(\d+ s\): (.*)$", verification, re.M))
     sweep_path = os.path.join(results, "mooncake-sweep.json")
     sweep = json.loads(read("mooncake-sweep.json")) if os.path.exists(sweep_path) else None

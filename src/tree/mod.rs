@@ -28,6 +28,7 @@ mod counters;
 mod directory;
 mod dump;
 mod lane;
+mod maintenance;
 mod matches;
 mod node;
 mod rank_slots;
@@ -36,6 +37,7 @@ mod remove;
 mod repair;
 mod scheduler;
 mod slots;
+mod stats;
 mod store;
 mod sweep;
 

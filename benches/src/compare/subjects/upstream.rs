@@ -4,14 +4,21 @@
 //!
 //! Only the crate's public API is used: `ConcurrentRadixTreeCompressed`
 //! behind its `ThreadPoolIndexer` (lane threads with per-rank sticky routing,
-//! lookups inline on the caller's thread, exactly how the upstream router and
-//! its `mooncake_bench` run it), `SyncIndexer::find_matches` for lookups, the
+//! lookups inline on the caller's thread), `SyncIndexer::find_matches` for lookups, the
 //! async `flush` and `remove_worker` driven by a current-thread tokio runtime,
 //! and `KvIndexerMetrics` (the crate's `metrics` feature) whose
 //! events-applied counters give the harness its applied count (backlogs and
 //! the readers' start gate) and rejected events. Our events, lookups and
 //! scores are converted field by field to and from the crate's public
 //! `protocols` types; nothing of its internals is named.
+//!
+//! The row gets the lane count every row gets (`--lanes`; by default at most
+//! two, fitted to the cores; the `mixed_1r1w` bench uses one), which is not
+//! how the router runs it by default: 1.6.1's
+//! `KvRouterConfig::router_event_threads` (`scheduling/config.rs`) defaults
+//! to 4 and documents that the router uses this pool, with that many threads,
+//! only when it is above 1; at 1 the router builds the single-threaded
+//! `KvIndexer` instead.
 //!
 //! Version 1.6.1 predates the one-lock decode append, so this row is the
 //! "before" of that change. What the crate does not expose is reported as

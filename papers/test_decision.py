@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""Tests of papers/decision.py's parsers.
+
+Usage: python3 papers/test_decision.py   (or python3 -m unittest from papers/)
+"""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import decision  # noqa: E402
+
+TABLE = """# Targets
+
+Prose that says met or missed is not a cell | met | of a table.
+
+| workload | lane CPU | capacity | reader p99 |
+|---|---|---|---|
+| agentx | met | missed | met |
+| chat | missed | missed | — |
+|mooncake|met|missed|
+"""
+
+
+class VerdictCells(unittest.TestCase):
+    def test_adjacent_cells_are_all_counted(self):
+        self.assertEqual(
+            decision.verdict_cells(TABLE),
+            ["met", "missed", "met", "missed", "missed", "met", "missed"],
+        )
+
+    def test_only_whole_cells_count(self):
+        table = "| metric | verdict |\n|---|---|\n| met target | missed by 2× |\n"
+        self.assertEqual(decision.verdict_cells(table), [])
+
+    def test_the_results_file_has_a_verdict_in_every_target_row(self):
+        path = os.path.join(decision.RESULTS, "targets.md")
+        if not os.path.exists(path):
+            self.skipTest("no papers/results/targets.md")
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        naive = text.count("| met |") + text.count("| missed |")
+        self.assertGreaterEqual(len(decision.verdict_cells(text)), naive)
+
+
+if __name__ == "__main__":
+    unittest.main()
