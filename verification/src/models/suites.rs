@@ -557,7 +557,8 @@ pub fn can_emit(checker: &str, model: &str, property: Property) -> bool {
 /// [`loom_catch`] names is a loom model that can fail the property it is
 /// listed for, and shuttle's lists hold exactly the mutants [`shuttle_catch`]
 /// gives a property its scenarios can fail ([`SHUTTLE_EMITS`]). Panics with
-/// every problem found.
+/// every problem found; otherwise prints the declared mutants' names, which
+/// `.ci/loom.sh` checks against the mutants its child runs report caught.
 pub fn check_catalogue() {
     let mut problems = Vec::new();
     let declared = declared_mutants();
@@ -600,6 +601,14 @@ pub fn check_catalogue() {
          shuttle: {shuttle} mutants in its suites' lists, each caught by a property its scenarios can fail",
         declared.len() - 1
     );
+    // The names, for .ci/loom.sh to hold against the mutants its child runs
+    // caught (what ran, not this table).
+    let names: Vec<&str> = declared
+        .iter()
+        .map(String::as_str)
+        .filter(|n| *n != "None")
+        .collect();
+    println!("mutant catalogue declares: {}", names.join(" "));
 }
 
 /// The problems of shuttle's lists (see [`check_catalogue`]), pushed onto
