@@ -1,11 +1,13 @@
 //! What the models observe and hold a tree to: a quiescent tree's final
 //! state ([`Observation`]), scenarios with the set of their serial outcomes
 //! ([`Scenario`]), and the bounds on a score read while events apply
-//! concurrently ([`ReadBounds`]).
+//! concurrently ([`ReadBounds`], and [`HeldCeilings`] where one writer's
+//! progress is known).
 
 use super::events::{apply_ok, model_config, query};
 use crate::chain::chain_hash;
 use crate::property::Property;
+use crate::reference::Reference;
 use crtc::types::{
     ExternalSequenceBlockHash, KvCacheEventData, LocalBlockHash, OverlapScores, RouterEvent,
     WorkerWithDpRank,
@@ -211,8 +213,10 @@ impl Scenario {
 
 /// Bounds on a score read while events apply concurrently.
 ///
-/// - ceiling (C1): the leading query blocks the rank has ever stored (the
-///   setup plus every concurrent event);
+/// - ceiling (C1, loosened): the leading query blocks the rank has ever
+///   stored (the setup plus every concurrent event), whatever the read
+///   overlapped; [`HeldCeilings`] gives C1 itself for reads that know how far
+///   the writer had got;
 /// - floor: the leading query blocks the rank stored in the setup and no event
 ///   evicts. The shape's coverage rules order every demotion so that a reader
 ///   never sees a covered slot uncovered (cutoff written before the bit
@@ -328,4 +332,118 @@ pub fn prefix_within(
         parent = Some(hash);
     }
     locals.len()
+}
+
+/// C1 for reads racing one writer whose progress they read: the query's held
+/// prefix per rank (the reference model's) after the setup and the writer's
+/// first `k` events, for every `k`. A read that began after the writer had
+/// completed `from` events and ended before it began event `to + 1` saw the
+/// tree between the states after `from` and `to + 1` events (event `to` may
+/// have been in flight, and a store in flight shows at most its blocks, a
+/// removal in flight at most the blocks before it): its score for a rank is
+/// at most the largest held prefix among those states.
+#[derive(Clone, Debug)]
+pub struct HeldCeilings {
+    /// `held[k]`: (rank, held prefix) after the setup and `k` events.
+    held: Vec<Vec<(WorkerWithDpRank, usize)>>,
+}
+
+impl HeldCeilings {
+    /// The held prefixes of `query` after `setup` and each prefix of the
+    /// writer's `events`.
+    pub fn new<'a>(
+        setup: impl IntoIterator<Item = &'a RouterEvent>,
+        events: &[RouterEvent],
+        query: &[LocalBlockHash],
+    ) -> Self {
+        let mut model = Reference::new();
+        for event in setup {
+            model.apply(event);
+        }
+        let held_now = |model: &Reference| {
+            model
+                .ranks()
+                .map(|r| (r, model.held_prefix(r, query)))
+                .collect::<Vec<_>>()
+        };
+        let mut held = vec![held_now(&model)];
+        for event in events {
+            model.apply(event);
+            held.push(held_now(&model));
+        }
+        Self { held }
+    }
+
+    /// The writer's events ([`HeldCeilings::new`]'s `events.len()`).
+    pub fn events(&self) -> usize {
+        self.held.len() - 1
+    }
+
+    /// The largest held prefix of `rank` after `k` events, `k` in
+    /// `from..=to + 1` (clamped to the events there are).
+    pub fn ceiling(&self, rank: WorkerWithDpRank, from: usize, to: usize) -> usize {
+        let last = (to + 1).min(self.events());
+        self.held[from.min(last)..=last]
+            .iter()
+            .filter_map(|step| step.iter().find(|(r, _)| *r == rank).map(|&(_, h)| h))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Checks one read of `query` that began after `from` writer events and
+    /// ended before event `to + 1`: no rank scores above its
+    /// [`ceiling`](Self::ceiling).
+    pub fn check(
+        &self,
+        query: &[LocalBlockHash],
+        scores: &OverlapScores,
+        (from, to): (usize, usize),
+    ) -> Result<(), String> {
+        for (&rank, &score) in &scores.scores {
+            let ceiling = self.ceiling(rank, from, to);
+            if score as usize > ceiling {
+                return Err(format!(
+                    "C1: rank {rank} scored {score} > {ceiling} (the most it held while the \
+                     writer went from {from} to {} events) for {query:?}",
+                    (to + 1).min(self.events())
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::models::events::{rank, remove, store};
+
+    /// Rank 1 holds `[1, 2]`, then stores 3 and 4 and removes 4 and 3: a read
+    /// is capped by what the rank held while it ran, not by all it stored.
+    #[test]
+    fn ceilings_follow_the_writer() {
+        let setup = [store(1, &[], &[1, 2])];
+        let events = [
+            store(1, &[1, 2], &[3]),
+            store(1, &[1, 2, 3], &[4]),
+            remove(1, &[1, 2, 3], &[4]),
+            remove(1, &[1, 2], &[3]),
+        ];
+        let q = query(&[1, 2, 3, 4]);
+        let ceilings = HeldCeilings::new(&setup, &events, &q);
+        let r = rank(1);
+        assert_eq!(ceilings.events(), 4);
+        // Before the first store completed, event 0 possibly in flight.
+        assert_eq!(ceilings.ceiling(r, 0, 0), 3);
+        assert_eq!(ceilings.ceiling(r, 0, 1), 4);
+        // After both removals: back to the setup's two blocks.
+        assert_eq!(ceilings.ceiling(r, 4, 4), 2);
+        assert_eq!(ceilings.ceiling(r, 3, 3), 3);
+        // The loose bound credits every block ever stored.
+        assert_eq!(ReadBounds::new(&setup, &events).range(r, &q).1, 4);
+        let mut scores = OverlapScores::default();
+        scores.scores.insert(r, 3);
+        assert!(ceilings.check(&q, &scores, (0, 0)).is_ok());
+        assert!(ceilings.check(&q, &scores, (4, 4)).is_err());
+    }
 }
