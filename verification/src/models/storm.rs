@@ -21,7 +21,7 @@ use super::{
 use crate::check;
 use crate::property::Property;
 use crtc::types::{LocalBlockHash, RouterEvent};
-use crtc::Tree;
+use crtc::{Lane, Tree};
 use crtc_strategies::sync::{thread, Arc};
 use crtc_strategies::ShapeGate;
 use std::cell::RefCell;
@@ -282,23 +282,7 @@ fn storm_schedule<G: ShapeGate>(
     // scheduling point and no synchronization the gate under test lacks.
     let progress = Arc::new(AtomicUsize::new(0));
     let start = counters.read();
-    let writer = {
-        let (tree, progress) = (Arc::clone(&tree), Arc::clone(&progress));
-        let mut lane = lanes.remove(0);
-        let events = scenario.threads[0].clone();
-        thread::spawn(move || {
-            let mut rejected = Vec::new();
-            for event in &events {
-                rejected.extend(
-                    tree.apply_event(&mut lane, event)
-                        .err()
-                        .map(|e| e.to_string()),
-                );
-                progress.fetch_add(1, SeqCst);
-            }
-            (rejected, lane)
-        })
-    };
+    let writer = spawn_writer(&tree, lanes.remove(0), &scenario.threads[0], &progress);
     let readers: Vec<_> = (0..2)
         .map(|_| {
             let (tree, progress) = (Arc::clone(&tree), Arc::clone(&progress));
@@ -326,6 +310,39 @@ fn storm_schedule<G: ShapeGate>(
     drop(lanes);
     drop(tree);
     grace::end_execution();
+    check_storm(&rejected, &results, &observed.scores, expected);
+    record(&results, restarts, fallbacks);
+}
+
+/// Spawns the storm's writer: applies `events` on `lane`, bumping `progress`
+/// after each; returns the refusals and the lane.
+fn spawn_writer<G: ShapeGate>(
+    tree: &Arc<Tree<G>>,
+    mut lane: Lane<G>,
+    events: &[RouterEvent],
+    progress: &Arc<AtomicUsize>,
+) -> thread::JoinHandle<(Vec<String>, Lane<G>)> {
+    let (tree, progress) = (Arc::clone(tree), Arc::clone(progress));
+    let events = events.to_vec();
+    thread::spawn(move || {
+        let mut rejected = Vec::new();
+        for event in &events {
+            let refused = tree.apply_event(&mut lane, event).err();
+            rejected.extend(refused.map(|e| e.to_string()));
+            progress.fetch_add(1, SeqCst);
+        }
+        (rejected, lane)
+    })
+}
+
+/// A schedule's checks: no event refused, every read within its bounds, the
+/// final scores the reference's.
+fn check_storm(
+    rejected: &[String],
+    results: &[Vec<Read>],
+    observed: &[QueryScores],
+    expected: &[QueryScores],
+) {
     check!(
         Property::Accepted,
         rejected.is_empty(),
@@ -343,11 +360,9 @@ fn storm_schedule<G: ShapeGate>(
     );
     check!(
         Property::SerialOutcome,
-        observed.scores == expected,
-        "decode storm: final scores differ from the reference (C2): {:?} != {expected:?}",
-        observed.scores
+        observed == expected,
+        "decode storm: final scores differ from the reference (C2): {observed:?} != {expected:?}"
     );
-    record(&results, restarts, fallbacks);
 }
 
 /// Adds one schedule's reads and retry counts to [`STORM_STATS`].
