@@ -35,7 +35,7 @@
 # libtest result lines, or the step fails naming it. Builds in target/miri
 # (cargo miri's own directory). Prints one summary line, its counts summed
 # from those result lines:
-#   miri: <tests> tests run (<n> once, <m> in <seeds> more seeds), <u> UB
+#   miri: <tests> test runs (<n> once, <m> in <seeds> more seeds), <u> UB
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -102,7 +102,7 @@ export MIRIFLAGS=$base_flags
 once=$(passed "$log")
 seeded=$(passed "$seeded_log")
 ub=$(cat "$log" "$seeded_log" | grep -c 'Undefined Behavior' || true)
-echo "miri: $((once + seeded)) tests run ($once once, $seeded in $seeds more seeds), $ub UB"
+echo "miri: $((once + seeded)) test runs ($once once, $seeded in $seeds more seeds), $ub UB"
 if [ "$status" -ne 0 ] || [ "$ub" -ne 0 ]; then
     cat "$log" "$seeded_log" | grep -E -A3 'Undefined Behavior|^error' | head -n 40 >&2
     exit 1
