@@ -38,15 +38,21 @@ suites_without_mutants=()
 
 # run_suites LOG TEST...: builds the test binaries once with every strategy
 # (the build time lands in `build`), then runs each with --nocapture and
-# `filter`, appending its output to LOG (each binary's own output goes to
-# LOG.suite first). A failing test fails the script, and so does a binary
-# that ran nothing (suite_ran).
+# `filter`, appending its output to LOG (the build's and each binary's own
+# output go to LOG.suite first). A failed build (a listed suite renamed or
+# removed) or a failing test fails the script, and so does a binary that
+# ran nothing (suite_ran).
 run_suites() {
     local log=$1 test args=() out="$1.suite"
     shift
     for test in "$@"; do args+=(--test "$test"); done
     local start=$SECONDS
-    cargo test "${suite_packages[@]}" --release --features all-strategies "${args[@]}" --no-run 2>&1 | tail -n 3
+    if ! cargo test "${suite_packages[@]}" --release --features all-strategies "${args[@]}" --no-run >"$out" 2>&1; then
+        grep -v '^ *Compiling ' "$out" | head -n 30 >&2
+        echo "${0##*/}: FAILED: building the suites $* failed (a suite renamed or removed: cargo's error above)" >&2
+        exit 1
+    fi
+    tail -n 3 "$out"
     build=$((SECONDS - start))
     for test in "$@"; do
         cargo test "${suite_packages[@]}" --release --features all-strategies --test "$test" -- \
