@@ -334,82 +334,143 @@ pub fn prefix_within(
     locals.len()
 }
 
-/// C1 for reads racing one writer whose progress they read: the query's held
-/// prefix per rank (the reference model's) after the setup and the writer's
-/// first `k` events, for every `k`. A read that began after the writer had
-/// completed `from` events and ended before it began event `to + 1` saw the
-/// tree between the states after `from` and `to + 1` events (event `to` may
-/// have been in flight, and a store in flight shows at most its blocks, a
-/// removal in flight at most the blocks before it): its score for a rank is
-/// at most the largest held prefix among those states.
+/// C1 for reads racing one writer whose progress they read: the reference
+/// model after the setup and each of the writer's first `k` steps, for
+/// every `k` (a step without an event, `None`, leaves the state as it was).
+/// A read that began after the writer had completed `from` steps and ended
+/// before it began step `to + 1` saw the tree between the states after
+/// `from` and `to + 1` steps (step `to` may have been in flight, and a store
+/// in flight shows at most its blocks, a removal in flight at most the
+/// blocks before it): its score for a rank the writer's steps alone change
+/// is at most the largest held prefix among those states.
 #[derive(Clone, Debug)]
 pub struct HeldCeilings {
-    /// `held[k]`: (rank, held prefix) after the setup and `k` events.
-    held: Vec<Vec<(WorkerWithDpRank, usize)>>,
+    /// `states[k]`: the reference model after the setup and `k` steps.
+    states: Vec<Reference>,
 }
 
 impl HeldCeilings {
-    /// The held prefixes of `query` after `setup` and each prefix of the
-    /// writer's `events`.
+    /// The reference model after `setup` and each prefix of the writer's
+    /// `steps`.
     pub fn new<'a>(
         setup: impl IntoIterator<Item = &'a RouterEvent>,
-        events: &[RouterEvent],
-        query: &[LocalBlockHash],
+        steps: impl IntoIterator<Item = Option<&'a RouterEvent>>,
     ) -> Self {
         let mut model = Reference::new();
         for event in setup {
             model.apply(event);
         }
-        let held_now = |model: &Reference| {
-            model
-                .ranks()
-                .map(|r| (r, model.held_prefix(r, query)))
-                .collect::<Vec<_>>()
-        };
-        let mut held = vec![held_now(&model)];
-        for event in events {
-            model.apply(event);
-            held.push(held_now(&model));
+        let mut states = vec![model.clone()];
+        for event in steps {
+            if let Some(event) = event {
+                model.apply(event);
+            }
+            states.push(model.clone());
         }
-        Self { held }
+        Self { states }
     }
 
-    /// The writer's events ([`HeldCeilings::new`]'s `events.len()`).
-    pub fn events(&self) -> usize {
-        self.held.len() - 1
+    /// The writer's steps ([`HeldCeilings::new`]'s `steps`).
+    pub fn steps(&self) -> usize {
+        self.states.len() - 1
     }
 
-    /// The largest held prefix of `rank` after `k` events, `k` in
-    /// `from..=to + 1` (clamped to the events there are).
-    pub fn ceiling(&self, rank: WorkerWithDpRank, from: usize, to: usize) -> usize {
-        let last = (to + 1).min(self.events());
-        self.held[from.min(last)..=last]
+    /// The largest held prefix of `query` for `rank` after `k` steps, `k` in
+    /// `from..=to + 1` (clamped to the steps there are).
+    pub fn ceiling(
+        &self,
+        rank: WorkerWithDpRank,
+        query: &[LocalBlockHash],
+        (from, to): (usize, usize),
+    ) -> usize {
+        let last = (to + 1).min(self.steps());
+        self.states[from.min(last)..=last]
             .iter()
-            .filter_map(|step| step.iter().find(|(r, _)| *r == rank).map(|&(_, h)| h))
+            .map(|state| state.held_prefix(rank, query))
             .max()
             .unwrap_or(0)
     }
 
-    /// Checks one read of `query` that began after `from` writer events and
-    /// ended before event `to + 1`: no rank scores above its
+    /// Checks one read of `query` that began after `from` steps and ended
+    /// before step `to + 1`: no rank that `ranks` accepts scores above its
     /// [`ceiling`](Self::ceiling).
     pub fn check(
         &self,
         query: &[LocalBlockHash],
         scores: &OverlapScores,
         (from, to): (usize, usize),
+        ranks: impl Fn(WorkerWithDpRank) -> bool,
     ) -> Result<(), String> {
-        for (&rank, &score) in &scores.scores {
-            let ceiling = self.ceiling(rank, from, to);
+        for (&rank, &score) in scores.scores.iter().filter(|(r, _)| ranks(**r)) {
+            let ceiling = self.ceiling(rank, query, (from, to));
             if score as usize > ceiling {
                 return Err(format!(
-                    "C1: rank {rank} scored {score} > {ceiling} (the most it held while the \
-                     writer went from {from} to {} events) for {query:?}",
-                    (to + 1).min(self.events())
+                    "C1: rank {rank} scored {score} > {ceiling} (the most it held while its \
+                     writer went from {from} to {} steps) for {query:?}",
+                    (to + 1).min(self.steps())
                 ));
             }
         }
         Ok(())
+    }
+}
+
+/// [`HeldCeilings`] for reads racing several writers: one per writer, and
+/// for each rank the writer whose steps alone name it (a rank no writer or
+/// several writers name keeps [`ReadBounds`]' looser ceiling only). The
+/// reference model's state of a rank depends on that rank's events alone,
+/// so its owner's progress bounds it whatever the other writers did.
+#[derive(Clone, Debug)]
+pub struct WriterCeilings {
+    writers: Vec<HeldCeilings>,
+    owners: Vec<(WorkerWithDpRank, usize)>,
+}
+
+impl WriterCeilings {
+    /// The ceilings of `writers`' steps (each as [`HeldCeilings::new`]
+    /// takes them) after `setup`.
+    pub fn new(setup: &[RouterEvent], writers: &[Vec<Option<RouterEvent>>]) -> Self {
+        let mut named: Vec<(WorkerWithDpRank, usize)> = writers
+            .iter()
+            .enumerate()
+            .flat_map(|(w, steps)| steps.iter().flatten().map(move |e| (e.rank(), w)))
+            .collect();
+        named.sort_unstable();
+        named.dedup();
+        let owners = named
+            .iter()
+            .filter(|(rank, _)| named.iter().filter(|(r, _)| r == rank).count() == 1)
+            .copied()
+            .collect();
+        let writers = writers
+            .iter()
+            .map(|steps| HeldCeilings::new(setup, steps.iter().map(Option::as_ref)))
+            .collect();
+        Self { writers, owners }
+    }
+
+    /// How many ranks one writer's steps alone name (checked against that
+    /// writer's progress).
+    pub fn owned(&self) -> usize {
+        self.owners.len()
+    }
+
+    /// Checks one read of `query` that began when writer `w` had completed
+    /// `from[w]` steps and ended before it began step `to[w] + 1`.
+    pub fn check(
+        &self,
+        query: &[LocalBlockHash],
+        scores: &OverlapScores,
+        from: &[usize],
+        to: &[usize],
+    ) -> Result<(), String> {
+        self.writers
+            .iter()
+            .enumerate()
+            .try_for_each(|(w, ceilings)| {
+                let owned = |rank| self.owners.contains(&(rank, w));
+                ceilings.check(query, scores, (from[w], to[w]), owned)
+            })
     }
 }
 
@@ -430,20 +491,42 @@ mod tests {
             remove(1, &[1, 2], &[3]),
         ];
         let q = query(&[1, 2, 3, 4]);
-        let ceilings = HeldCeilings::new(&setup, &events, &q);
+        let ceilings = HeldCeilings::new(&setup, events.iter().map(Some));
         let r = rank(1);
-        assert_eq!(ceilings.events(), 4);
-        // Before the first store completed, event 0 possibly in flight.
-        assert_eq!(ceilings.ceiling(r, 0, 0), 3);
-        assert_eq!(ceilings.ceiling(r, 0, 1), 4);
+        assert_eq!(ceilings.steps(), 4);
+        // Before the first store completed, step 0 possibly in flight.
+        assert_eq!(ceilings.ceiling(r, &q, (0, 0)), 3);
+        assert_eq!(ceilings.ceiling(r, &q, (0, 1)), 4);
         // After both removals: back to the setup's two blocks.
-        assert_eq!(ceilings.ceiling(r, 4, 4), 2);
-        assert_eq!(ceilings.ceiling(r, 3, 3), 3);
+        assert_eq!(ceilings.ceiling(r, &q, (4, 4)), 2);
+        assert_eq!(ceilings.ceiling(r, &q, (3, 3)), 3);
         // The loose bound credits every block ever stored.
         assert_eq!(ReadBounds::new(&setup, &events).range(r, &q).1, 4);
         let mut scores = OverlapScores::default();
         scores.scores.insert(r, 3);
-        assert!(ceilings.check(&q, &scores, (0, 0)).is_ok());
-        assert!(ceilings.check(&q, &scores, (4, 4)).is_err());
+        assert!(ceilings.check(&q, &scores, (0, 0), |_| true).is_ok());
+        assert!(ceilings.check(&q, &scores, (4, 4), |_| true).is_err());
+        assert!(ceilings.check(&q, &scores, (4, 4), |_| false).is_ok());
+    }
+
+    /// A rank two writers name is left to the loose bound; a rank one
+    /// writer names follows that writer's progress only.
+    #[test]
+    fn writer_ceilings_follow_each_ranks_owner() {
+        let setup = [store(1, &[], &[1]), store(2, &[], &[1])];
+        let writers = vec![
+            vec![Some(store(1, &[1], &[2])), None, Some(store(2, &[1], &[2]))],
+            vec![Some(store(2, &[1], &[3]))],
+        ];
+        let ceilings = WriterCeilings::new(&setup, &writers);
+        let q = query(&[1, 2]);
+        let mut scores = OverlapScores::default();
+        scores.scores.insert(rank(1), 2);
+        scores.scores.insert(rank(2), 2);
+        // Rank 1 (writer 0's alone) is capped at 1 before writer 0's first
+        // step; rank 2 (both writers') is not checked here.
+        assert!(ceilings.check(&q, &scores, &[0, 1], &[0, 1]).is_ok());
+        let early = WriterCeilings::new(&setup, &[vec![None, Some(store(1, &[1], &[2]))]]);
+        assert!(early.check(&q, &scores, &[0], &[0]).is_err());
     }
 }
