@@ -41,9 +41,21 @@ proptest() {
 }
 shuttle() { .ci/shuttle.sh | tail -n 1; }
 loom() { .ci/loom.sh | tail -n 1; }
+# The long soak's lines; a failing soak (or one that ran no test) fails the
+# step and the script, after printing the soak's last lines.
 soak() {
+    local log status=0
+    log=$(mktemp)
     cargo test --release -p crtc-verification --features all-strategies --test soak -- \
-        --ignored soak_long --nocapture 2>&1 | grep -E '^(soak|test result)' || true
+        --ignored soak_long --nocapture >"$log" 2>&1 || status=$?
+    grep -E '^(soak|test result)' "$log" || true
+    if [ "$status" -ne 0 ] || ! grep -qE '^test result: ok\. [1-9][0-9]* passed' "$log"; then
+        tail -n 40 "$log" >&2
+        rm -f "$log"
+        echo "soak: FAILED (exit status $status)" >&2
+        return 1
+    fi
+    rm -f "$log"
 }
 miri() { .ci/miri.sh | tail -n 1; }
 

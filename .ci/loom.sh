@@ -26,7 +26,12 @@
 # negative controls, so a mutant is never counted as caught by a model that
 # fails without it. The mutants each suite runs and what must catch them are
 # in verification/src/models/suites.rs (LOOM_SUITES, loom_catch); loom_sweep
-# also runs their coverage test (mutant_catalogue_is_complete).
+# also runs their coverage test (mutant_catalogue_is_complete), which prints
+# the declared mutants' names: after the negative controls, every declared
+# mutant must have a child run that caught it ("mutant <name> [<gate>]:
+# caught by ..." in the output), or the step fails. Every suite must run at
+# least one test, and in the mutants phase catch at least one mutant, or the
+# step fails naming it (.ci/checkers.sh, suite_ran).
 # Knobs (CI defaults): CRTC_LOOM_PREEMPTIONS (2); CRTC_LOOM_READS and
 # CRTC_LOOM_CAP override the per-gate budgets (see loom_seqlock.rs);
 # CRTC_MUTANT_MATRIX=1 runs every mutant against every model. loom's own
@@ -47,7 +52,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/loom"
 export CRTC_LOOM_PREEMPTIONS="${CRTC_LOOM_PREEMPTIONS:-2}"
 
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+trap 'rm -f "$log" "$log.suite"' EXIT
 start=$SECONDS
 suites=(loom_rwlock loom_seqlock loom_epoch loom_sweep loom_slots loom_ranks loom_mutex)
 choose_filter "$0" models models "${mutant_tests[@]}"
@@ -60,6 +65,20 @@ if [ "$what" != models ]; then
     phases="models, then mutants"
 fi
 build=$first_build
+
+# uncaught_mutants LOG: the mutants the catalogue declares (its line
+# "mutant catalogue declares: <name> ...") that no child run in LOG caught
+# ("mutant <name> [<gate>]: caught by ..."), space-separated; "(none
+# declared)" when the declaration line is missing.
+uncaught_mutants() {
+    local names name missing=()
+    names=$(sed -nE 's/.*mutant catalogue declares: //p' "$1" | tail -n 1)
+    [ -z "$names" ] && echo "(none declared)" && return
+    for name in $names; do
+        grep -qE "mutant $name \[[a-z]+\]: caught by " "$1" || missing+=("$name")
+    done
+    echo "${missing[*]}"
+}
 
 # One summary line: per gate, its models (executions, seconds) and its
 # negative controls (caught / total, with the catching model).
@@ -84,6 +103,20 @@ for gate in rwlock seqlock epoch sweep slots ranks mutex; do
     [ "$part" != "$gate:" ] && parts+=("$part")
 done
 declared=$(grep -oE "mutant catalogue: [0-9]+ declared mutants" "$log" | grep -oE '[0-9]+' || true)
-[ -n "$declared" ] && parts+=("catalogue: $declared declared mutants, each listed, every catcher able to fail its property")
+if [ -z "$declared" ]; then
+    echo "loom.sh: FAILED: no mutant catalogue line (did mutant_catalogue_is_complete run?)" >&2
+    exit 1
+fi
+if [ "$what" = models ]; then
+    parts+=("catalogue: $declared declared mutants, each listed, every catcher able to fail its property")
+else
+    uncaught=$(uncaught_mutants "$log")
+    if [ -n "$uncaught" ]; then
+        echo "loom.sh: FAILED: declared mutants no child run caught: $uncaught" >&2
+        exit 1
+    fi
+    loom_names=$(sed -nE 's/.*mutant catalogue declares: //p' "$log" | tail -n 1 | wc -w)
+    parts+=("catalogue: each of the $loom_names mutants loom runs (of $declared declared; the rest are shuttle-only) caught by its property in this run")
+fi
 summary=$(printf '%s | ' "${parts[@]}")
 echo "loom (preemption bound $CRTC_LOOM_PREEMPTIONS, $phases, build ${build}s, total $((SECONDS - start))s): ${summary% | }"

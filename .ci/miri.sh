@@ -9,11 +9,12 @@
 #   3. a slice of the crtc crate's own unit tests (CRTC_MIRI_CRTC_FILTER,
 #      default `tree::sweep::tests::sweep_`: the real sweep unlinking and
 #      freeing nodes of a real tree), once;
-#   4. the concurrent tests again (CRTC_MIRI_CONCURRENT: miri_tree's
-#      two_threads per gate and epoch_memory's readers racing writers) under
-#      CRTC_MIRI_SEEDS more schedules (-Zmiri-many-seeds=1..=N; seed 0 is
-#      passes 1-2), each seed a different thread interleaving and weak-memory
-#      outcome.
+#   4. the concurrent tests again (miri_tree's two_threads per gate and epoch_memory's readers racing writers) under
+#      CRTC_MIRI_SEEDS more schedules, one after another (-Zmiri-seed=1..N;
+#      passes 1-2 ran seed 0), each seed a different thread interleaving and
+#      weak-memory outcome. They run one seed at a time rather than under
+#      -Zmiri-many-seeds, whose parallel seeds interleave their output, so
+#      every run's libtest result line can be read.
 #
 # Flags:
 #   -Zmiri-tree-borrows  crossbeam-epoch's intrusive list trips Stacked
@@ -25,14 +26,16 @@
 #                        bytes back to zero) and the memory suites instead.
 #
 # Knobs (CI defaults): CRTC_MIRI_SEEDS (3 extra seeds per concurrent test,
-# sized so the step stays at a few minutes on 2 cores).
+# run one after another; 0 runs none).
 #
 # Skips (prints "miri: skipped (<reason>)" and succeeds) only where there is
 # no nightly toolchain. With one, it installs the nightly miri and rust-src
 # components if they are missing and fails when it cannot install or run
-# them. Builds in target/miri (cargo miri's own directory). Prints one
-# summary line:
-#   miri: <tests> test runs (<n> once, <m> concurrent x <seeds> seeds), <u> UB
+# them. Every cargo command must report at least one passed test in its
+# libtest result lines, or the step fails naming it. Builds in target/miri
+# (cargo miri's own directory). Prints one summary line, its counts summed
+# from those result lines:
+#   miri: <tests> test runs (<n> once, <m> in <seeds> more seeds), <u> UB
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -61,44 +64,45 @@ export CARGO_TERM_COLOR=never
 
 log=$(mktemp)
 seeded_log=$(mktemp)
-trap 'rm -f "$log" "$seeded_log"' EXIT
+run_log=$(mktemp)
+trap 'rm -f "$log" "$seeded_log" "$run_log"' EXIT
 status=0
-cargo +nightly miri test -p crtc-strategies --features seqlock,seize 2>&1 | tee -a "$log" || status=1
-cargo +nightly miri test -p crtc-verification --features all-strategies --test miri_tree 2>&1 |
-    tee -a "$log" || status=1
-cargo +nightly miri test -p crtc --features all-strategies --lib -- "$crtc_filter" 2>&1 |
-    tee -a "$log" || status=1
-if [ "$seeds" -gt 0 ]; then
-    (
-        export MIRIFLAGS="$MIRIFLAGS -Zmiri-many-seeds=1..$((seeds + 1))"
-        cargo +nightly miri test -p crtc-verification --features all-strategies --test miri_tree \
-            -- two_threads
-        cargo +nightly miri test -p crtc-strategies --features seqlock,seize --test epoch_memory
-    ) 2>&1 | tee "$seeded_log" || status=1
-fi
 
-once=$(grep -E '^test result:' "$log" | awk '{s += $4} END {print s + 0}')
-# -Zmiri-many-seeds runs the seeds in parallel and their output interleaves,
-# so the seeded runs are counted from the tests the filters select (listed
-# under miri, no test run) and the seeds each binary tried; a failing seed
-# fails its cargo command.
-concurrent=0
-if [ "$seeds" -gt 0 ]; then
-    listed=$(
-        cargo +nightly miri test -q -p crtc-verification --features all-strategies --test miri_tree \
-            -- two_threads --list 2>/dev/null
-        cargo +nightly miri test -q -p crtc-strategies --features seqlock,seize --test epoch_memory \
-            -- --list 2>/dev/null
-    ) || status=1
-    concurrent=$(printf '%s\n' "$listed" | grep -c ': test$' || true)
-    tried=$(grep -o 'Trying seed: [0-9]*' "$seeded_log" | wc -l)
-    if [ "$tried" -ne $((2 * seeds)) ]; then
-        echo "miri: the seeded runs tried $tried seeds, not $((2 * seeds))" >&2
+# run LOG CARGO_ARGS...: runs `cargo +nightly miri test CARGO_ARGS`, appending
+# its output to LOG; sets status=1 when it fails or its libtest result lines
+# count no passed test (a filter that matches nothing, a suite compiled out).
+run() {
+    local log=$1 passed
+    shift
+    cargo +nightly miri test "$@" 2>&1 | tee "$run_log" || status=1
+    cat "$run_log" >>"$log"
+    passed=$(passed "$run_log")
+    if [ "$passed" -eq 0 ]; then
+        echo "miri: FAILED: \`cargo miri test $*\` ran no test" >&2
         status=1
     fi
-fi
+}
+
+# passed LOG: the passed tests libtest's result lines in LOG count.
+passed() {
+    sed -nE 's/^test result: [a-zA-Z]+\. ([0-9]+) passed;.*/\1/p' "$1" | awk '{s += $1} END {print s + 0}'
+}
+
+run "$log" -p crtc-strategies --features seqlock,seize
+run "$log" -p crtc-verification --features all-strategies --test miri_tree
+run "$log" -p crtc --features all-strategies --lib -- "$crtc_filter"
+base_flags=$MIRIFLAGS
+for seed in $(seq 1 "$seeds"); do
+    export MIRIFLAGS="$base_flags -Zmiri-seed=$seed"
+    run "$seeded_log" -p crtc-verification --features all-strategies --test miri_tree -- two_threads
+    run "$seeded_log" -p crtc-strategies --features seqlock,seize --test epoch_memory
+done
+export MIRIFLAGS=$base_flags
+
+once=$(passed "$log")
+seeded=$(passed "$seeded_log")
 ub=$(cat "$log" "$seeded_log" | grep -c 'Undefined Behavior' || true)
-echo "miri: $((once + concurrent * seeds)) test runs ($once once, $concurrent concurrent x $seeds more seeds), $ub UB"
+echo "miri: $((once + seeded)) test runs ($once once, $seeded in $seeds more seeds), $ub UB"
 if [ "$status" -ne 0 ] || [ "$ub" -ne 0 ]; then
     cat "$log" "$seeded_log" | grep -E -A3 'Undefined Behavior|^error' | head -n 40 >&2
     exit 1

@@ -22,6 +22,10 @@
 # Knobs (CI defaults): CRTC_SHUTTLE_ITERS (500 schedules per scheduler and
 # seed), CRTC_SHUTTLE_STORM_ITERS (1000), CRTC_SHUTTLE_SEEDS ("1 2 3"),
 # CRTC_SHUTTLE_MUTANT_ITERS (300), CRTC_SHUTTLE_MUTANTS=0 skips the controls.
+# Every suite must run at least one test and, unless the step skips the
+# controls (scenarios, CRTC_SHUTTLE_MUTANTS=0), catch at least one mutant, or
+# the step fails naming it (.ci/checkers.sh, suite_ran; a suite without
+# negative controls is added to `suites_without_mutants` after sourcing it).
 # Builds in its own target dir (${CARGO_TARGET_DIR:-target}/shuttle). Prints
 # one summary line, with the blocks the reclaimer freed before the joins of
 # each gate's scenario runs.
@@ -39,9 +43,10 @@ export CRTC_SHUTTLE_SEEDS="${CRTC_SHUTTLE_SEEDS:-1 2 3}"
 export CRTC_SHUTTLE_MUTANT_ITERS="${CRTC_SHUTTLE_MUTANT_ITERS:-300}"
 
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+trap 'rm -f "$log" "$log.suite"' EXIT
 start=$SECONDS
-run_suites "$log" shuttle_rwlock shuttle_seqlock shuttle_epoch shuttle_indexer
+suites=(shuttle_rwlock shuttle_seqlock shuttle_epoch shuttle_indexer)
+run_suites "$log" "${suites[@]}"
 
 # The figures of one storm's retry distribution line: restarts per read
 # (mean, max) and fallbacks, or "no restart path" / "no fallback path" where

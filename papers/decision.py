@@ -155,7 +155,8 @@ def verification(steps, part):
     loom = re.search(r"(\d+) models, (\d+) executions.*mutants (\d+) of (\d+) caught",
                      segment("loom"))
     shuttle = re.search(r"(\d+) schedules.*mutants (\d+) of (\d+) caught", segment("shuttle"))
-    # .ci/miri.sh: "miri: N test runs (K once, C concurrent x S more seeds), U UB".
+    # .ci/miri.sh: "miri: N test runs (K once, M in S more seeds), U UB"; older results
+    # files say "(K once, C concurrent x S more seeds)".
     miri = re.search(r"(\d+) test runs \(([^)]*)\), (\d+) UB", steps["miri"])
     if miri is None:
         raise SystemExit(f"decision: verification.md's miri line is not understood: "

@@ -24,7 +24,8 @@
 //!   streams hold clears, a worker's removal and sweeps);
 //! - **decode storm**: one writer lane decodes a chain on one hot leaf for
 //!   two ranks in lock step while two readers score the chain; every read
-//!   completes within its bounds, and the gate's read fallbacks (`READ_FALLBACKS`:
+//!   stays within its bounds (at most what each rank held at some instant of
+//!   the read), some read overlaps a write, and the gate's read fallbacks (`READ_FALLBACKS`:
 //!   reads that re-ran under the node's mutex) stay under 1% of the reads; a
 //!   decode storm has no exclusive section on the hot leaf, so only a
 //!   snapshot replaced right after in-place appends sends a read there.

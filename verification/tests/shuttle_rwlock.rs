@@ -19,7 +19,8 @@
 //!   join;
 //! - **decode storm**: one writer lane decodes a chain on one hot leaf for
 //!   two ranks in lock step while two readers score the chain; every read
-//!   completes within its bounds. The gate has no retry path (its readers
+//!   stays within its bounds (at most what each rank held at some instant of
+//!   the read), and some read overlaps a write. The gate has no retry path (its readers
 //!   take the node's read lock), so there is no counter to read and no retry
 //!   bound to check; its distribution line says so.
 //!

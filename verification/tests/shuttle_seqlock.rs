@@ -16,10 +16,11 @@
 //!   streams hold clears, a worker's removal and sweeps);
 //! - **decode storm**: one writer lane decodes a chain on one hot leaf for
 //!   two ranks in lock step while two readers score the chain; every read
-//!   completes within its bounds, and the retry counters (`OPTIMISTIC_RESTARTS`,
+//!   stays within its bounds (at most what each rank held at some instant of
+//!   the read), some read overlaps a write, and the retry counters (`OPTIMISTIC_RESTARTS`,
 //!   `PESSIMISTIC_FALLBACKS`, read before and after every read and every
 //!   schedule) give the retry distribution: restarts per read (mean, max)
-//!   and the pessimistic fallbacks, which must stay under `MAX_FALLBACK_PERCENT`
+//!   and the pessimistic fallbacks, which must stay under `MAX_FALLBACK_PERMILLE`
 //!   of the reads (shuttle switches threads at every atomic access, so it
 //!   inflates them; the benches give the real rate).
 //!
@@ -53,18 +54,22 @@ crtc_verification::shuttle_explorer!(Shuttle);
 /// The gate of every run, over the grace-period reclaimer.
 type G = SeqlockGate<GraceReclaim>;
 
-/// Most pessimistic fallbacks in the lock-step storm, in percent of the
+/// Most pessimistic fallbacks in the lock-step storm, in per mille of the
 /// reads. Under shuttle's schedulers (a switch at every atomic access) a
 /// reader that meets a structural write in progress spends its
 /// `MAX_OPTIMISTIC` attempts within a few of the writer's steps, so some
 /// reads fall back; the bound catches a regression, the printed
-/// distribution gives the rate. The deep run of `papers/results/
-/// verification.md` at c56b97e measured 17.1% (104,859 fallbacks of
-/// 612,000 reads); the bound leaves that a small margin.
-const MAX_FALLBACK_PERCENT: u64 = 20;
+/// distribution gives the rate. Measured rates: 4.86% in the deep run of
+/// `papers/results/verification.md` at c514af9 (6,996 fallbacks of 144,000
+/// reads, 4,000 schedules per scheduler and seed); on this storm with the
+/// writer's progress counter (a std atomic, no scheduling point), 4.75% to
+/// 5.04% over seeds `1 2 3`, `4 5 6` and `7 8 9` at 1,000 schedules and
+/// seeds `1 2 3` at 20, 100 and 300 (720 to 36,000 reads).
+/// The bound is 1.5 times the highest of those, rounded to 7.5%.
+const MAX_FALLBACK_PERMILLE: u64 = 75;
 
 /// A pure storm never makes a reader retry; in the lock-step storm the
-/// pessimistic fallbacks stay under [`MAX_FALLBACK_PERCENT`] of the reads.
+/// pessimistic fallbacks stay under [`MAX_FALLBACK_PERMILLE`] of the reads.
 fn bounded_retries(stats: &RetryStats, lock_step: bool) {
     let counted = "the seqlock gate counts its restarts and fallbacks";
     let (restarts, fallbacks) = (
@@ -73,8 +78,8 @@ fn bounded_retries(stats: &RetryStats, lock_step: bool) {
     );
     if lock_step {
         assert!(
-            fallbacks * 100 <= MAX_FALLBACK_PERCENT * stats.reads,
-            "pessimistic fallbacks above {MAX_FALLBACK_PERCENT}% of the reads: {stats}"
+            fallbacks * 1000 <= MAX_FALLBACK_PERMILLE * stats.reads,
+            "pessimistic fallbacks above {MAX_FALLBACK_PERMILLE}‰ of the reads: {stats}"
         );
     } else {
         assert_eq!(

@@ -4,13 +4,18 @@
 //! child fails with the [`Property`] the suite names for it: the property's
 //! id is read from the child's panic message. A child that passes, fails
 //! another check, or dies by a signal has not caught the mutant, and a
-//! mutant no model caught fails the test.
+//! mutant no model caught fails the test. The property must be tagged in
+//! the child's first panic message (its root cause): an untagged panic
+//! followed by a tagged one, or a tag elsewhere in its output, is not a
+//! catch.
 //!
 //! Protocol between parent and child: the parent re-runs its own test
 //! binary's test (exact name, one thread) with [`CHILD_ENV`] set to
 //! `"<mutant id> <model>"`; the child selects the mutant, runs the model,
 //! catches its panic and prints one line `crtc-mutant-verdict: caught
-//! <model> <property id or "untagged">` or `... survived <model>: <detail>`.
+//! <model> <the caught payload's property id or "untagged">` or `...
+//! survived <model>: <detail>`; the parent judges a failed child by its
+//! first panic message, not by that id.
 //! A child process confines what a failed model leaves behind (abandoned
 //! threads, checker bookkeeping, the process-wide mutant switch) to one run.
 
@@ -133,7 +138,9 @@ pub fn child_run(mutant: Mutant, model: &str, run: impl FnOnce() -> String) {
 }
 
 /// In the parent: re-runs this test binary's test `test` (exact name, one
-/// thread) with `mutant` and `model` selected, and returns its verdict.
+/// thread) with `mutant` and `model` selected, and returns its verdict: a
+/// failed child's property is the one its first panic message carries
+/// (`None` when that message has no tag).
 pub fn spawn_child(test: &str, mutant: Mutant, model: &str) -> ChildVerdict {
     let exe = std::env::current_exe().expect("the test binary's path");
     let output = Command::new(exe)
@@ -143,11 +150,10 @@ pub fn spawn_child(test: &str, mutant: Mutant, model: &str) -> ChildVerdict {
         .expect("start the child test process");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    let panic = stderr
-        .lines()
-        .chain(stdout.lines())
-        .skip_while(|l| !l.contains("panicked at"))
-        .nth(1)
+    let root = first_panic(&stderr).or_else(|| first_panic(&stdout));
+    let panic = root
+        .as_deref()
+        .and_then(|m| m.lines().next())
         .map(|l| l.trim().chars().take(200).collect());
     let verdict = stdout
         .lines()
@@ -165,14 +171,13 @@ pub fn spawn_child(test: &str, mutant: Mutant, model: &str) -> ChildVerdict {
             panic,
         };
     };
+    // The property is the root panic's own: the first panic message the
+    // child printed must carry its tag. A later tagged panic (a check that
+    // fails after an untagged panic broke the model), or a tag elsewhere in
+    // the output, does not count, and neither does the payload the child
+    // caught, which a checker or a thread join may have replaced.
     let outcome = match verdict.strip_prefix("caught ") {
-        Some(rest) => {
-            let id = rest.rsplit(' ').next().unwrap_or("");
-            // A checker may re-raise a model's panic with its own payload:
-            // then the tag is read from the panic message the child printed.
-            let property = Property::ALL.into_iter().find(|p| p.id() == id);
-            ChildOutcome::Failed(property.or_else(|| Property::in_message(&stderr)))
-        }
+        Some(_) => ChildOutcome::Failed(root.as_deref().and_then(Property::in_message)),
         None => ChildOutcome::Survived,
     };
     ChildVerdict {
@@ -180,6 +185,27 @@ pub fn spawn_child(test: &str, mutant: Mutant, model: &str) -> ChildVerdict {
         detail: verdict,
         panic,
     }
+}
+
+/// The message of the first panic in `output` (what the panic hook printed
+/// after its `panicked at <location>:` line), up to the next line the hook,
+/// the checkers or libtest print (`note:`, another thread's panic, shuttle's
+/// failure report, a verdict, a test's status), if there is a panic.
+fn first_panic(output: &str) -> Option<String> {
+    const ENDS: [&str; 6] = [
+        "note: ",
+        "thread '",
+        "Task failed",
+        "test panicked in task",
+        VERDICT,
+        "test ",
+    ];
+    let mut lines = output.lines().skip_while(|l| !l.contains("panicked at"));
+    lines.next()?;
+    let message: Vec<&str> = lines
+        .take_while(|l| !ENDS.iter().any(|end| l.starts_with(end)))
+        .collect();
+    Some(message.join("\n"))
 }
 
 impl Suite {
@@ -307,5 +333,35 @@ impl Suite {
             }
         }
         caught
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The property a child's output shows: its first panic message's tag.
+    fn judged(output: &str) -> Option<Property> {
+        first_panic(output)
+            .as_deref()
+            .and_then(Property::in_message)
+    }
+
+    #[test]
+    fn only_the_first_panic_message_counts() {
+        let tagged = "failing schedule:\n\"\n91a\"\nthread 'main' panicked at src/a.rs:1:1:\n\
+                      [property read-bounds] C1: rank 1 scored 3\nnote: run with `RUST_BACKTRACE=1`\n";
+        assert_eq!(judged(tagged), Some(Property::ReadBounds));
+        let untagged_first = "thread 'main' panicked at src/a.rs:1:1:\nindex out of bounds\n\
+                              note: run with `RUST_BACKTRACE=1`\n\
+                              thread 'main' panicked at src/b.rs:2:2:\n[property read-bounds] late\n";
+        assert_eq!(judged(untagged_first), None);
+        assert_eq!(
+            judged("[property read-bounds] printed, never panicked"),
+            None
+        );
+        let checker = "thread 'main' panicked at loom/src/rt/cell.rs:1:1:\n\
+                       Causality violation: Concurrent read and write accesses.\n";
+        assert_eq!(judged(checker), Some(Property::RaceFree));
     }
 }

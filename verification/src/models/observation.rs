@@ -1,11 +1,13 @@
 //! What the models observe and hold a tree to: a quiescent tree's final
 //! state ([`Observation`]), scenarios with the set of their serial outcomes
 //! ([`Scenario`]), and the bounds on a score read while events apply
-//! concurrently ([`ReadBounds`]).
+//! concurrently ([`ReadBounds`], and [`HeldCeilings`] where one writer's
+//! progress is known).
 
 use super::events::{apply_ok, model_config, query};
 use crate::chain::chain_hash;
 use crate::property::Property;
+use crate::reference::Reference;
 use crtc::types::{
     ExternalSequenceBlockHash, KvCacheEventData, LocalBlockHash, OverlapScores, RouterEvent,
     WorkerWithDpRank,
@@ -211,8 +213,10 @@ impl Scenario {
 
 /// Bounds on a score read while events apply concurrently.
 ///
-/// - ceiling (C1): the leading query blocks the rank has ever stored (the
-///   setup plus every concurrent event);
+/// - ceiling (C1, loosened): the leading query blocks the rank has ever
+///   stored (the setup plus every concurrent event), whatever the read
+///   overlapped; [`HeldCeilings`] gives C1 itself for reads that know how far
+///   the writer had got;
 /// - floor: the leading query blocks the rank stored in the setup and no event
 ///   evicts. The shape's coverage rules order every demotion so that a reader
 ///   never sees a covered slot uncovered (cutoff written before the bit
@@ -328,4 +332,201 @@ pub fn prefix_within(
         parent = Some(hash);
     }
     locals.len()
+}
+
+/// C1 for reads racing one writer whose progress they read: the reference
+/// model after the setup and each of the writer's first `k` steps, for
+/// every `k` (a step without an event, `None`, leaves the state as it was).
+/// A read that began after the writer had completed `from` steps and ended
+/// before it began step `to + 1` saw the tree between the states after
+/// `from` and `to + 1` steps (step `to` may have been in flight, and a store
+/// in flight shows at most its blocks, a removal in flight at most the
+/// blocks before it): its score for a rank the writer's steps alone change
+/// is at most the largest held prefix among those states.
+#[derive(Clone, Debug)]
+pub struct HeldCeilings {
+    /// `states[k]`: the reference model after the setup and `k` steps.
+    states: Vec<Reference>,
+}
+
+impl HeldCeilings {
+    /// The reference model after `setup` and each prefix of the writer's
+    /// `steps`.
+    pub fn new<'a>(
+        setup: impl IntoIterator<Item = &'a RouterEvent>,
+        steps: impl IntoIterator<Item = Option<&'a RouterEvent>>,
+    ) -> Self {
+        let mut model = Reference::new();
+        for event in setup {
+            model.apply(event);
+        }
+        let mut states = vec![model.clone()];
+        for event in steps {
+            if let Some(event) = event {
+                model.apply(event);
+            }
+            states.push(model.clone());
+        }
+        Self { states }
+    }
+
+    /// The writer's steps ([`HeldCeilings::new`]'s `steps`).
+    pub fn steps(&self) -> usize {
+        self.states.len() - 1
+    }
+
+    /// The largest held prefix of `query` for `rank` after `k` steps, `k` in
+    /// `from..=to + 1` (clamped to the steps there are).
+    pub fn ceiling(
+        &self,
+        rank: WorkerWithDpRank,
+        query: &[LocalBlockHash],
+        (from, to): (usize, usize),
+    ) -> usize {
+        let last = (to + 1).min(self.steps());
+        self.states[from.min(last)..=last]
+            .iter()
+            .map(|state| state.held_prefix(rank, query))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Checks one read of `query` that began after `from` steps and ended
+    /// before step `to + 1`: no rank that `ranks` accepts scores above its
+    /// [`ceiling`](Self::ceiling).
+    pub fn check(
+        &self,
+        query: &[LocalBlockHash],
+        scores: &OverlapScores,
+        (from, to): (usize, usize),
+        ranks: impl Fn(WorkerWithDpRank) -> bool,
+    ) -> Result<(), String> {
+        for (&rank, &score) in scores.scores.iter().filter(|(r, _)| ranks(**r)) {
+            let ceiling = self.ceiling(rank, query, (from, to));
+            if score as usize > ceiling {
+                return Err(format!(
+                    "C1: rank {rank} scored {score} > {ceiling} (the most it held while its \
+                     writer went from {from} to {} steps) for {query:?}",
+                    (to + 1).min(self.steps())
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// [`HeldCeilings`] for reads racing several writers: one per writer, and
+/// for each rank the writer whose steps alone name it (a rank no writer or
+/// several writers name keeps [`ReadBounds`]' looser ceiling only). The
+/// reference model's state of a rank depends on that rank's events alone,
+/// so its owner's progress bounds it whatever the other writers did.
+#[derive(Clone, Debug)]
+pub struct WriterCeilings {
+    writers: Vec<HeldCeilings>,
+    owners: Vec<(WorkerWithDpRank, usize)>,
+}
+
+impl WriterCeilings {
+    /// The ceilings of `writers`' steps (each as [`HeldCeilings::new`]
+    /// takes them) after `setup`.
+    pub fn new(setup: &[RouterEvent], writers: &[Vec<Option<RouterEvent>>]) -> Self {
+        let mut named: Vec<(WorkerWithDpRank, usize)> = writers
+            .iter()
+            .enumerate()
+            .flat_map(|(w, steps)| steps.iter().flatten().map(move |e| (e.rank(), w)))
+            .collect();
+        named.sort_unstable();
+        named.dedup();
+        let owners = named
+            .iter()
+            .filter(|(rank, _)| named.iter().filter(|(r, _)| r == rank).count() == 1)
+            .copied()
+            .collect();
+        let writers = writers
+            .iter()
+            .map(|steps| HeldCeilings::new(setup, steps.iter().map(Option::as_ref)))
+            .collect();
+        Self { writers, owners }
+    }
+
+    /// How many ranks one writer's steps alone name (checked against that
+    /// writer's progress).
+    pub fn owned(&self) -> usize {
+        self.owners.len()
+    }
+
+    /// Checks one read of `query` that began when writer `w` had completed
+    /// `from[w]` steps and ended before it began step `to[w] + 1`.
+    pub fn check(
+        &self,
+        query: &[LocalBlockHash],
+        scores: &OverlapScores,
+        from: &[usize],
+        to: &[usize],
+    ) -> Result<(), String> {
+        self.writers
+            .iter()
+            .enumerate()
+            .try_for_each(|(w, ceilings)| {
+                let owned = |rank| self.owners.contains(&(rank, w));
+                ceilings.check(query, scores, (from[w], to[w]), owned)
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::models::events::{rank, remove, store};
+
+    /// Rank 1 holds `[1, 2]`, then stores 3 and 4 and removes 4 and 3: a read
+    /// is capped by what the rank held while it ran, not by all it stored.
+    #[test]
+    fn ceilings_follow_the_writer() {
+        let setup = [store(1, &[], &[1, 2])];
+        let events = [
+            store(1, &[1, 2], &[3]),
+            store(1, &[1, 2, 3], &[4]),
+            remove(1, &[1, 2, 3], &[4]),
+            remove(1, &[1, 2], &[3]),
+        ];
+        let q = query(&[1, 2, 3, 4]);
+        let ceilings = HeldCeilings::new(&setup, events.iter().map(Some));
+        let r = rank(1);
+        assert_eq!(ceilings.steps(), 4);
+        // Before the first store completed, step 0 possibly in flight.
+        assert_eq!(ceilings.ceiling(r, &q, (0, 0)), 3);
+        assert_eq!(ceilings.ceiling(r, &q, (0, 1)), 4);
+        // After both removals: back to the setup's two blocks.
+        assert_eq!(ceilings.ceiling(r, &q, (4, 4)), 2);
+        assert_eq!(ceilings.ceiling(r, &q, (3, 3)), 3);
+        // The loose bound credits every block ever stored.
+        assert_eq!(ReadBounds::new(&setup, &events).range(r, &q).1, 4);
+        let mut scores = OverlapScores::default();
+        scores.scores.insert(r, 3);
+        assert!(ceilings.check(&q, &scores, (0, 0), |_| true).is_ok());
+        assert!(ceilings.check(&q, &scores, (4, 4), |_| true).is_err());
+        assert!(ceilings.check(&q, &scores, (4, 4), |_| false).is_ok());
+    }
+
+    /// A rank two writers name is left to the loose bound; a rank one
+    /// writer names follows that writer's progress only.
+    #[test]
+    fn writer_ceilings_follow_each_ranks_owner() {
+        let setup = [store(1, &[], &[1]), store(2, &[], &[1])];
+        let writers = vec![
+            vec![Some(store(1, &[1], &[2])), None, Some(store(2, &[1], &[2]))],
+            vec![Some(store(2, &[1], &[3]))],
+        ];
+        let ceilings = WriterCeilings::new(&setup, &writers);
+        let q = query(&[1, 2]);
+        let mut scores = OverlapScores::default();
+        scores.scores.insert(rank(1), 2);
+        scores.scores.insert(rank(2), 2);
+        // Rank 1 (writer 0's alone) is capped at 1 before writer 0's first
+        // step; rank 2 (both writers') is not checked here.
+        assert!(ceilings.check(&q, &scores, &[0, 1], &[0, 1]).is_ok());
+        let early = WriterCeilings::new(&setup, &[vec![None, Some(store(1, &[1], &[2]))]]);
+        assert!(early.check(&q, &scores, &[0], &[0]).is_err());
+    }
 }

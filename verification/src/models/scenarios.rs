@@ -47,9 +47,11 @@
 //! join, summed over its schedules, and fails if it freed none.
 //!
 //! Checks: every read during the run (the reader's, and a writer's own read
-//! between its events) stays within `ReadBounds` (C1: at most the blocks
-//! the rank ever stored; at least the setup blocks it never evicts or
-//! clears); after the join, no event was rejected (C4), every event the
+//! between its events) stays within `ReadBounds` (at most the blocks the
+//! rank ever stored; at least the setup blocks it never evicts or clears)
+//! and, for a rank one writer's steps alone name, within `WriterCeilings`
+//! (C1: at most what the rank held at some instant of the read, from the
+//! writers' progress read before and after it); after the join, no event was rejected (C4), every event the
 //! reference model refuses was refused, and every
 //! query's scores equal the reference model's held prefix for every rank
 //! (C2, strict streams), the tree holds exactly the (rank, block, parent)
@@ -76,7 +78,7 @@
 use super::{
     apply_op, grace, membership, model_config, observe, query, rank, reference_membership,
     run_once, sequence, store, Catch, Explorer, Membership, Mutant, NamedModel, Observation,
-    QueryScores, ReadBounds, Scenario, Suite,
+    QueryScores, ReadBounds, Scenario, Suite, WriterCeilings,
 };
 use crate::property::Property;
 use crate::reference::Reference;
@@ -87,6 +89,7 @@ use crtc::{Lane, Tree};
 use crtc_strategies::sync::{thread, Arc};
 use crtc_strategies::ShapeGate;
 use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::time::Instant;
 
 pub use super::storm::{RetryCounters, RetryStats, Storm};
@@ -127,12 +130,59 @@ impl WriterRun {
     }
 }
 
-/// Runs a writer's `steps` on `lane`, its reads checked against `bounds`.
+/// What a read during the run is checked against: the loose bounds, the
+/// writers' ceilings, and the writers' progress in this schedule.
+#[derive(Clone)]
+struct ReadChecks {
+    bounds: std::sync::Arc<ReadBounds>,
+    ceilings: std::sync::Arc<WriterCeilings>,
+    /// Steps each writer has completed, bumped after each step. Std
+    /// atomics, not the facade's: shuttle runs one task at a time on this
+    /// thread, so a counter's value is exact wherever a task reads it, and
+    /// they add no scheduling point and no synchronization the gate under
+    /// test lacks.
+    progress: std::sync::Arc<Vec<AtomicUsize>>,
+}
+
+impl ReadChecks {
+    /// The checks of `checks` with each of its writers at step 0.
+    fn new(checks: &Checks) -> Self {
+        Self::with(&checks.bounds, &checks.ceilings, checks.steps.len())
+    }
+
+    /// `bounds` and `ceilings` with `writers` writers at step 0.
+    fn with(
+        bounds: &std::sync::Arc<ReadBounds>,
+        ceilings: &std::sync::Arc<WriterCeilings>,
+        writers: usize,
+    ) -> Self {
+        Self {
+            bounds: std::sync::Arc::clone(bounds),
+            ceilings: std::sync::Arc::clone(ceilings),
+            progress: std::sync::Arc::new((0..writers).map(|_| AtomicUsize::new(0)).collect()),
+        }
+    }
+
+    /// Reads `locals` on `tree`; the violation, if the read broke its bounds.
+    fn read<G: ShapeGate>(&self, tree: &Tree<G>, locals: &[u64]) -> Option<String> {
+        let progress = || -> Vec<usize> { self.progress.iter().map(|p| p.load(SeqCst)).collect() };
+        let q = query(locals);
+        let from = progress();
+        let scores = tree.find_matches(&q, false);
+        let to = progress();
+        self.bounds
+            .check(&q, &scores)
+            .and_then(|()| self.ceilings.check(&q, &scores, &from, &to))
+            .err()
+    }
+}
+
+/// Runs writer `me`'s `steps` on `lane`, its reads checked by `reads`.
 fn run_steps<G: ShapeGate>(
     tree: &Tree<G>,
     lane: &mut Lane<G>,
-    steps: &[Step],
-    bounds: &ReadBounds,
+    (me, steps): (usize, &[Step]),
+    reads: &ReadChecks,
 ) -> WriterRun {
     let mut run = WriterRun::default();
     for step in steps {
@@ -146,12 +196,9 @@ fn run_steps<G: ShapeGate>(
                     run.wrongly_accepted.push(format!("{event:?}"));
                 }
             }
-            Step::Read(locals) => {
-                let scores = tree.find_matches(&query(locals), false);
-                run.violations
-                    .extend(bounds.check(&query(locals), &scores).err());
-            }
+            Step::Read(locals) => run.violations.extend(reads.read(tree, locals)),
         }
+        reads.progress[me].fetch_add(1, SeqCst);
     }
     run
 }
@@ -167,6 +214,25 @@ fn as_event(step: &Step) -> Option<RouterEvent> {
         Step::Op(Op::RemoveWorkerDpRank(r)) => Some(RouterEvent::cleared(*r)),
         Step::Sweep | Step::Refused(_) | Step::Read(_) => None,
     }
+}
+
+/// The writers' ceilings of `case`: each writer's steps as the reference
+/// model sees them ([`as_event`]), after the setup. Fails if no rank is one
+/// writer's alone (the ceilings would check nothing).
+fn writer_ceilings(case: &Case) -> WriterCeilings {
+    let setup: Vec<RouterEvent> = case.scenario.setup.iter().map(|(_, e)| e.clone()).collect();
+    let writers: Vec<Vec<Option<RouterEvent>>> = case
+        .steps
+        .iter()
+        .map(|steps| steps.iter().map(as_event).collect())
+        .collect();
+    let ceilings = WriterCeilings::new(&setup, &writers);
+    assert!(
+        ceilings.owned() > 0,
+        "{}: no rank is one writer's alone, so no read is held to C1 at its writer's progress",
+        case.scenario.name
+    );
+    ceilings
 }
 
 /// The events of setup steps (which are events only).
@@ -553,12 +619,14 @@ pub fn shared_lane() -> Case {
 pub fn serial_outcome<G: ShapeGate>(explorer: &dyn Explorer, case: &Case) -> Observation {
     let scenario = case.scenario.clone();
     let steps = case.steps.clone();
+    let bounds = std::sync::Arc::new(scenario.read_bounds());
+    let ceilings = std::sync::Arc::new(writer_ceilings(case));
     run_once(explorer, move || {
         grace::one_execution(|| {
             let (tree, mut lanes) = scenario.prepare::<G>(model_config(false));
-            let bounds = scenario.read_bounds();
-            for (lane, steps) in lanes.iter_mut().zip(&steps) {
-                let run = run_steps(&tree, lane, steps, &bounds);
+            let reads = ReadChecks::with(&bounds, &ceilings, steps.len());
+            for (me, (lane, steps)) in lanes.iter_mut().zip(&steps).enumerate() {
+                let run = run_steps(&tree, lane, (me, steps), &reads);
                 assert!(
                     run.is_clean(),
                     "serial steps go as the reference model says: rejected {:?}, \
@@ -582,7 +650,8 @@ struct Checks {
     scenario: Scenario,
     steps: Vec<Vec<Step>>,
     reader_queries: Vec<Vec<u64>>,
-    bounds: ReadBounds,
+    bounds: std::sync::Arc<ReadBounds>,
+    ceilings: std::sync::Arc<WriterCeilings>,
     expected: Vec<QueryScores>,
     /// What the reference model holds after every event.
     held: Vec<Membership>,
@@ -619,14 +688,15 @@ fn execute<G: ShapeGate>(checks: &Checks) -> Outcome {
     let scenario = &checks.scenario;
     let (tree, lanes) = scenario.prepare::<G>(model_config(checks.fast_path));
     let tree = Arc::new(tree);
+    let reads = ReadChecks::new(checks);
     let writers: Vec<_> = lanes
         .into_iter()
         .zip(checks.steps.iter().cloned())
-        .map(|(mut lane, steps)| {
-            let tree = Arc::clone(&tree);
-            let bounds = checks.bounds.clone();
+        .enumerate()
+        .map(|(me, (mut lane, steps))| {
+            let (tree, reads) = (Arc::clone(&tree), reads.clone());
             thread::spawn(move || {
-                let run = run_steps(&tree, &mut lane, &steps, &bounds);
+                let run = run_steps(&tree, &mut lane, (me, &steps), &reads);
                 (run, lane)
             })
         })
@@ -634,8 +704,7 @@ fn execute<G: ShapeGate>(checks: &Checks) -> Outcome {
     let reader = {
         let tree = Arc::clone(&tree);
         let queries = checks.reader_queries.clone();
-        let bounds = checks.bounds.clone();
-        thread::spawn(move || read_rounds(&tree, &queries, &bounds))
+        thread::spawn(move || read_rounds(&tree, &queries, &reads))
     };
     let results: Vec<_> = writers
         .into_iter()
@@ -670,17 +739,17 @@ fn execute<G: ShapeGate>(checks: &Checks) -> Outcome {
     }
 }
 
-/// The reader's rounds over `queries`; returns the reads outside `bounds`.
+/// The reader's rounds over `queries`; returns the reads outside their
+/// bounds.
 fn read_rounds<G: ShapeGate>(
     tree: &Tree<G>,
     queries: &[Vec<u64>],
-    bounds: &ReadBounds,
+    reads: &ReadChecks,
 ) -> Vec<String> {
     let mut violations = Vec::new();
     for _ in 0..READER_ROUNDS {
         for q in queries {
-            let scores = tree.find_matches(&query(q), false);
-            violations.extend(bounds.check(&query(q), &scores).err());
+            violations.extend(reads.read(tree, q));
         }
     }
     violations
@@ -776,7 +845,8 @@ pub fn explore<G: ShapeGate>(explorer: &dyn Explorer, case: &Case, fast_path: bo
         scenario: case.scenario.clone(),
         steps: case.steps.clone(),
         reader_queries: case.reader_queries.clone(),
-        bounds: case.scenario.read_bounds(),
+        bounds: std::sync::Arc::new(case.scenario.read_bounds()),
+        ceilings: std::sync::Arc::new(writer_ceilings(case)),
         expected: case.expected_scores(),
         held: reference_membership(all_events),
         serial: case

@@ -574,7 +574,8 @@ pub fn can_emit(checker: &str, model: &str, property: Property) -> bool {
 /// [`loom_catch`] names is a loom model that can fail the property it is
 /// listed for, and shuttle's lists hold exactly the mutants [`shuttle_catch`]
 /// gives a property its scenarios can fail ([`SHUTTLE_EMITS`]). Panics with
-/// every problem found.
+/// every problem found; otherwise prints the declared mutants' names, which
+/// `.ci/loom.sh` checks against the mutants its child runs report caught.
 pub fn check_catalogue() {
     let mut problems = Vec::new();
     let declared = declared_mutants();
@@ -626,6 +627,16 @@ pub fn check_catalogue() {
         declared.len() - 1,
         SHUTTLE_ONLY.len()
     );
+    // The names loom must catch, for .ci/loom.sh to hold against the
+    // mutants its child runs caught (what ran, not this table); the
+    // shuttle-only ones are held by .ci/shuttle.sh's suite check instead.
+    let shuttle_only: Vec<String> = SHUTTLE_ONLY.iter().map(|m| format!("{m:?}")).collect();
+    let names: Vec<&str> = declared
+        .iter()
+        .map(String::as_str)
+        .filter(|n| *n != "None" && !shuttle_only.iter().any(|s| s == n))
+        .collect();
+    println!("mutant catalogue declares: {}", names.join(" "));
 }
 
 /// The problems of shuttle's lists (see [`check_catalogue`]), pushed onto
