@@ -280,12 +280,14 @@ mod arm {
     checker_locks!(shuttle);
 }
 
-/// std atomics that no checker models, in every arm: for state that
-/// synchronizes nothing under test (statistics counters) or that models the
-/// harness rather than the code (the checkers' mutant switch). The checker
-/// does not explore their interleavings.
+/// std atomics (and std's `Arc` to share them) that no checker models, in
+/// every arm: for state that synchronizes nothing under test (statistics
+/// counters, a model's progress counters) or that models the harness rather
+/// than the code (the checkers' mutant switch). The checker does not explore
+/// their interleavings.
 pub mod unmodelled {
     pub use std::sync::atomic::{AtomicI64, AtomicU8, AtomicUsize, Ordering};
+    pub use std::sync::Arc;
 }
 
 /// A cell of plain (non-atomic) data shared between threads by a

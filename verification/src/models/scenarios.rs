@@ -86,10 +86,10 @@ use crate::structure::structural_faults;
 use crate::{check, violated, Op};
 use crtc::types::RouterEvent;
 use crtc::{Lane, Tree};
+use crtc_strategies::sync::unmodelled::{self, AtomicUsize, Ordering::SeqCst};
 use crtc_strategies::sync::{thread, Arc};
 use crtc_strategies::ShapeGate;
 use std::cell::Cell;
-use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::time::Instant;
 
 pub use super::storm::{RetryCounters, RetryStats, Storm};
@@ -134,14 +134,14 @@ impl WriterRun {
 /// writers' ceilings, and the writers' progress in this schedule.
 #[derive(Clone)]
 struct ReadChecks {
-    bounds: std::sync::Arc<ReadBounds>,
-    ceilings: std::sync::Arc<WriterCeilings>,
+    bounds: unmodelled::Arc<ReadBounds>,
+    ceilings: unmodelled::Arc<WriterCeilings>,
     /// Steps each writer has completed, bumped after each step. Std
     /// atomics, not the facade's: shuttle runs one task at a time on this
     /// thread, so a counter's value is exact wherever a task reads it, and
     /// they add no scheduling point and no synchronization the gate under
     /// test lacks.
-    progress: std::sync::Arc<Vec<AtomicUsize>>,
+    progress: unmodelled::Arc<Vec<AtomicUsize>>,
 }
 
 impl ReadChecks {
@@ -152,14 +152,14 @@ impl ReadChecks {
 
     /// `bounds` and `ceilings` with `writers` writers at step 0.
     fn with(
-        bounds: &std::sync::Arc<ReadBounds>,
-        ceilings: &std::sync::Arc<WriterCeilings>,
+        bounds: &unmodelled::Arc<ReadBounds>,
+        ceilings: &unmodelled::Arc<WriterCeilings>,
         writers: usize,
     ) -> Self {
         Self {
-            bounds: std::sync::Arc::clone(bounds),
-            ceilings: std::sync::Arc::clone(ceilings),
-            progress: std::sync::Arc::new((0..writers).map(|_| AtomicUsize::new(0)).collect()),
+            bounds: unmodelled::Arc::clone(bounds),
+            ceilings: unmodelled::Arc::clone(ceilings),
+            progress: unmodelled::Arc::new((0..writers).map(|_| AtomicUsize::new(0)).collect()),
         }
     }
 
@@ -619,8 +619,8 @@ pub fn shared_lane() -> Case {
 pub fn serial_outcome<G: ShapeGate>(explorer: &dyn Explorer, case: &Case) -> Observation {
     let scenario = case.scenario.clone();
     let steps = case.steps.clone();
-    let bounds = std::sync::Arc::new(scenario.read_bounds());
-    let ceilings = std::sync::Arc::new(writer_ceilings(case));
+    let bounds = unmodelled::Arc::new(scenario.read_bounds());
+    let ceilings = unmodelled::Arc::new(writer_ceilings(case));
     run_once(explorer, move || {
         grace::one_execution(|| {
             let (tree, mut lanes) = scenario.prepare::<G>(model_config(false));
@@ -650,8 +650,8 @@ struct Checks {
     scenario: Scenario,
     steps: Vec<Vec<Step>>,
     reader_queries: Vec<Vec<u64>>,
-    bounds: std::sync::Arc<ReadBounds>,
-    ceilings: std::sync::Arc<WriterCeilings>,
+    bounds: unmodelled::Arc<ReadBounds>,
+    ceilings: unmodelled::Arc<WriterCeilings>,
     expected: Vec<QueryScores>,
     /// What the reference model holds after every event.
     held: Vec<Membership>,
@@ -845,8 +845,8 @@ pub fn explore<G: ShapeGate>(explorer: &dyn Explorer, case: &Case, fast_path: bo
         scenario: case.scenario.clone(),
         steps: case.steps.clone(),
         reader_queries: case.reader_queries.clone(),
-        bounds: std::sync::Arc::new(case.scenario.read_bounds()),
-        ceilings: std::sync::Arc::new(writer_ceilings(case)),
+        bounds: unmodelled::Arc::new(case.scenario.read_bounds()),
+        ceilings: unmodelled::Arc::new(writer_ceilings(case)),
         expected: case.expected_scores(),
         held: reference_membership(all_events),
         serial: case

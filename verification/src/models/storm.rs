@@ -22,10 +22,10 @@ use crate::check;
 use crate::property::Property;
 use crtc::types::{LocalBlockHash, RouterEvent};
 use crtc::{Lane, Tree};
+use crtc_strategies::sync::unmodelled::{AtomicUsize, Ordering::SeqCst};
 use crtc_strategies::sync::{thread, Arc};
 use crtc_strategies::ShapeGate;
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 
 /// A gate's process-wide retry counters, one per retry path it has: `None`
 /// where the gate has no such path (the RwLock gate's readers lock, so it
