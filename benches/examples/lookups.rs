@@ -25,6 +25,12 @@ use crtc_verification::workload::mooncake::load_mooncake;
 use crtc_verification::workload::{presets, EngineConfig, Workload, WorkloadOp};
 use std::process::ExitCode;
 
+/// The allocator of the `crtc` binary's measurements (feature `mimalloc`,
+/// on by default), so the counts include the same allocator's code.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn subject(name: &str) -> Option<Box<dyn SerialIndex>> {
     let label = name.to_owned();
     Some(match name {

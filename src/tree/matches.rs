@@ -240,7 +240,7 @@ impl<G: ShapeGate> Tree<G> {
             scratch.words.clear();
             scratch.dropped.clear();
             let edge_len = shape.len();
-            let matched = (1 + shape.local_match_len(1, rest.iter().skip(1).copied()))
+            let matched = (1 + shape.match_locals(1, rest.get(1..).unwrap_or_default()))
                 .min(edge_len)
                 .min(rest.len());
             if first {

@@ -104,6 +104,11 @@ pub trait ShapeRead {
         }
         matched
     }
+    /// [`ShapeRead::local_match_len`] for a slice of locals (the lookup's
+    /// query), which a shape may compare several positions at a time.
+    fn match_locals(&self, from: usize, locals: &[LocalBlockHash]) -> usize {
+        self.local_match_len(from, locals.iter().copied())
+    }
     /// Whether `blocks` equal (local and external) the edge from `from` on.
     fn pairs_match(&self, from: usize, blocks: &[BlockPair]) -> bool {
         from + blocks.len() <= self.len()
@@ -300,6 +305,27 @@ pub struct PlainShape {
     anchor: bool,
 }
 
+/// How many leading positions `i < len` have `edge(i) == locals[i]`,
+/// comparing four positions per branch while they match (a lookup's edge
+/// match is the bulk of its work on long shared prefixes).
+#[inline]
+pub fn common_prefix(
+    len: usize,
+    edge: impl Fn(usize) -> LocalBlockHash,
+    locals: &[LocalBlockHash],
+) -> usize {
+    let n = len.min(locals.len());
+    let differs = |i: usize| edge(i).0 ^ locals[i].0;
+    let mut i = 0;
+    while i + 4 <= n && (differs(i) | differs(i + 1) | differs(i + 2) | differs(i + 3)) == 0 {
+        i += 4;
+    }
+    while i < n && differs(i) == 0 {
+        i += 1;
+    }
+    i
+}
+
 impl PlainShape {
     /// The shape described by `init`.
     pub fn new(init: ShapeInit) -> Self {
@@ -351,6 +377,11 @@ impl ShapeRead for PlainShape {
             .zip(locals)
             .take_while(|(pair, local)| pair.local == *local)
             .count()
+    }
+    #[inline]
+    fn match_locals(&self, from: usize, locals: &[LocalBlockHash]) -> usize {
+        let edge = self.edge.get(from..).unwrap_or_default();
+        common_prefix(edge.len(), |i| edge[i].local, locals)
     }
     fn position(&self, hash: ExternalSequenceBlockHash) -> Option<usize> {
         self.index.position(&self.edge, hash)
@@ -436,6 +467,31 @@ impl ShapeWrite for PlainShape {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `common_prefix` against a position-by-position count, for every edge
+    /// length up to 9, query length up to 9 and first mismatch position
+    /// (so the four-at-a-time loop's every exit is taken).
+    #[test]
+    fn common_prefix_counts_every_matching_position() {
+        let h = |x: u64| LocalBlockHash(x);
+        for len in 0..10usize {
+            for qlen in 0..10usize {
+                for miss in 0..=qlen {
+                    let edge: Vec<_> = (0..len as u64).map(h).collect();
+                    let mut query: Vec<_> = (0..qlen as u64).map(h).collect();
+                    if let Some(q) = query.get_mut(miss) {
+                        *q = h(99);
+                    }
+                    let naive = edge.iter().zip(&query).take_while(|(a, b)| a == b).count();
+                    assert_eq!(
+                        common_prefix(len, |i| edge[i], &query),
+                        naive,
+                        "{len} {qlen} {miss}"
+                    );
+                }
+            }
+        }
+    }
 
     fn shape(len: u64, full: &[u16], cutoffs: &[(u16, u32)]) -> PlainShape {
         let mut init = ShapeInit {

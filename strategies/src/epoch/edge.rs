@@ -23,6 +23,7 @@
 
 use crate::edge_index::{AtomicIndex, Probe, INDEX_THRESHOLD};
 use crate::hash::{BlockPair, ExternalSequenceBlockHash, LocalBlockHash};
+use crate::shape::common_prefix;
 use crate::stats::{StatCounter, StatGauge};
 use crate::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use crate::sync::PlainCell;
@@ -127,6 +128,17 @@ impl EdgeBuf {
             .zip(locals)
             .take_while(|(edge, local)| edge == local)
             .count()
+    }
+
+    /// [`common_prefix`] of the cells from `from` below `len` and
+    /// `locals`. Callers pass a length they loaded with Acquire.
+    #[inline]
+    pub(super) fn match_locals(&self, from: usize, len: usize, locals: &[LocalBlockHash]) -> usize {
+        let cells = self.pairs.get(from..len).unwrap_or_default();
+        // SAFETY: as `pair`: every cell below `len` was written before `len`
+        // was published and is never written again.
+        let local = |i: usize| cells[i].with(|pair| unsafe { (*pair).local });
+        common_prefix(cells.len(), local, locals)
     }
 
     /// The external hash at `pos`; `None` past the capacity. Callers read

@@ -165,6 +165,10 @@ impl ShapeRead for View<'_> {
     ) -> usize {
         self.edge.local_match_len(from, self.len, locals)
     }
+    #[inline]
+    fn match_locals(&self, from: usize, locals: &[LocalBlockHash]) -> usize {
+        self.edge.match_locals(from, self.len, locals)
+    }
     fn position(&self, hash: ExternalSequenceBlockHash) -> Option<usize> {
         match self.edge.find(hash, self.len) {
             // No index: a short edge, scanned from the tail.

@@ -32,7 +32,7 @@
 use crate::edge_index::{neighbour_holding, AtomicIndex, Probe, INDEX_THRESHOLD};
 use crate::hash::{BlockPair, ExternalSequenceBlockHash, LocalBlockHash, Slot};
 use crate::reclaim::Reclaim;
-use crate::shape::{ShapeInit, ShapeRead, ShapeWrite};
+use crate::shape::{common_prefix, ShapeInit, ShapeRead, ShapeWrite};
 use crate::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use crate::sync::PlainCell;
 use std::marker::PhantomData;
@@ -124,6 +124,17 @@ impl EdgeBuf {
             .zip(locals)
             .take_while(|(edge, local)| edge == local)
             .count()
+    }
+    /// [`common_prefix`] of the cells from `from` below `len` and
+    /// `locals`. Callers pass a length they loaded with Acquire.
+    #[inline]
+    fn match_locals(&self, from: usize, len: usize, locals: &[LocalBlockHash]) -> usize {
+        let cells = self.0.get(from..len).unwrap_or_default();
+        // SAFETY: as `pair`: a pair below a published length is never
+        // written again, and its write is ordered before that length's
+        // Acquire load.
+        let local = |i: usize| cells[i].with(|pair| unsafe { (*pair).local });
+        common_prefix(cells.len(), local, locals)
     }
     /// Writes the pair at `pos`, at or past the published length. Writers
     /// only; a Release store of the length publishes it.
@@ -357,6 +368,11 @@ impl<R: Reclaim> ShapeRead for View<'_, R> {
     ) -> usize {
         self.edge
             .map_or(0, |edge| edge.local_match_len(from, self.len, locals))
+    }
+    #[inline]
+    fn match_locals(&self, from: usize, locals: &[LocalBlockHash]) -> usize {
+        self.edge
+            .map_or(0, |edge| edge.match_locals(from, self.len, locals))
     }
     fn position(&self, hash: ExternalSequenceBlockHash) -> Option<usize> {
         let Some(index) = self.index else {
