@@ -8,8 +8,9 @@
 //! `lanes`). Reads (`find_matches`, `dump_events`) run
 //! inline on the caller's thread. `flush` sends a marker down every lane and
 //! waits for each to answer, so everything enqueued before it has been
-//! applied. Rank removal first unmaps the targets' slots, then has every lane
-//! drop what it cached of them (and waits for all of them), then sweeps and
+//! applied. Rank removal first flushes every lane (the targets' events
+//! enqueued before it are applied, then removed with them), then unmaps the
+//! targets' slots, then has every lane drop what it cached of them (and waits for all of them), then sweeps and
 //! releases the slots on the caller's thread (or waits for a concurrent
 //! removal that unmapped them); the order is what keeps an event racing the
 //! removal from leaving a released slot in a lane (`tree::ranks`).
@@ -33,7 +34,7 @@ use crate::types::{
 };
 use crtc_strategies::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
 use crtc_strategies::sync::Arc;
-use crtc_strategies::{RwLockGate, ShapeGate};
+use crtc_strategies::{mutant, RwLockGate, ShapeGate};
 
 /// An anchor registration for one rank.
 struct AnchorTask {
@@ -82,6 +83,10 @@ pub struct Indexer<G: ShapeGate = RwLockGate> {
     lanes: LaneThreads<Task>,
     counters: Vec<Arc<LaneCounters>>,
     tree: Arc<Tree<G>>,
+    /// Tests: a lane to hold (until the receiver's sender goes) right after
+    /// the next removal's unmap, before its lanes drop the ranks.
+    #[cfg(test)]
+    hold_after_unmap: crtc_strategies::sync::Mutex<Option<(usize, Receiver<()>)>>,
 }
 
 fn run_lane<G: ShapeGate>(tree: Arc<Tree<G>>, mut lane: Lane<G>, tasks: Receiver<Task>) {
@@ -152,6 +157,8 @@ impl<G: ShapeGate> Indexer<G> {
             lanes,
             counters,
             tree,
+            #[cfg(test)]
+            hold_after_unmap: crtc_strategies::sync::Mutex::new(None),
         }
     }
 
@@ -263,12 +270,21 @@ impl<G: ShapeGate> Indexer<G> {
         self.remove_ranks(RankTarget::Rank(rank));
     }
 
-    /// Removes the ranks `target` matches (`Tree::begin_removal`, every
-    /// lane drops them, `Tree::finish_removal`). An event of such a rank
-    /// racing the call applies wholly before the removal or wholly after it,
-    /// as a new rank (crate docs, "Events racing a removal").
+    /// Removes the ranks `target` matches: every lane first applies what
+    /// was enqueued before the call (a flush), then `Tree::begin_removal`,
+    /// every lane drops the ranks, `Tree::finish_removal`. So the ranks'
+    /// events enqueued before the call are removed with them; an event
+    /// racing the call applies wholly before the removal or wholly after
+    /// it, as a new rank (crate docs, "Events racing a removal").
     pub fn remove_ranks(&self, target: RankTarget) {
+        if !mutant!(RemovalWithoutFlush) {
+            self.flush();
+        }
         self.tree.remove_ranks_with(target, |removal| {
+            #[cfg(test)]
+            if let Some((lane, held)) = self.hold_after_unmap.lock().take() {
+                let _ = self.lanes.send(lane, Task::Hold(held));
+            }
             self.lanes
                 .broadcast(|ack| Task::DropRanks(Arc::clone(removal), ack));
         });

@@ -94,11 +94,14 @@
 //! store from the root is kept. Never half: no lane keeps a lookup or a slot
 //! of the removed rank, and a released slot is never in any lane's state when
 //! it is issued to a new rank. The removal's linearization point is the unmap
-//! of the rank's slots (`Tree::begin_removal`; protocol in `tree::ranks`).
+//! of the rank's slots (`Tree::begin_removal`; protocol in `tree::ranks`);
+//! the indexer first flushes its lanes, so a rank's events enqueued before
+//! the call are always before it (removed with the rank).
 //! Shown by the unit tests `indexer::tests` (a lane held between the
 //! removal's steps) and the shuttle model `indexer` (lane threads, late
 //! events, removals, clears and slot reuse against the reference model),
-//! which catches the old order (mutant `RemovalDropsBeforeUnmap`).
+//! which catches the old order (mutant `RemovalDropsBeforeUnmap`) and a
+//! removal that does not flush first (`RemovalWithoutFlush`).
 //!
 //! Upstream 1.6.1 (read, not run) removes in two broadcasts: every lane
 //! erases its per-worker lookup, then lane 0 erases the worker's coverage

@@ -50,15 +50,16 @@ fn routed() -> Arc<Indexer<RwLockGate>> {
     indexer
 }
 
-/// Holds lane 1, starts removing `target` on another thread, and returns
-/// once lane 0 has dropped the target's ranks; lane 1 runs again when the
-/// returned sender is dropped, and the removal then finishes.
+/// Starts removing `target` on another thread with lane 1 held right after
+/// the unmap, and returns once lane 0 has dropped the target's ranks; lane 1
+/// runs again when the returned sender is dropped, and the removal then
+/// finishes.
 fn remove_with_lane_one_held(
     indexer: &Arc<Indexer<RwLockGate>>,
     target: RankTarget,
 ) -> (Sender<()>, thread::JoinHandle<()>) {
     let (hold, held) = channel();
-    assert!(indexer.lanes.send(1, Task::Hold(held)).is_ok());
+    *indexer.hold_after_unmap.lock() = Some((1, held));
     let drops = Arc::clone(&indexer.counters[0]);
     let remover = Arc::clone(indexer);
     let removal = thread::spawn(move || remover.remove_ranks(target));
@@ -133,4 +134,29 @@ fn a_clear_racing_the_removal_returns_and_leaves_nothing() {
     drop(hold);
     removal.join().unwrap();
     assert!(!indexer.tree.is_release_pending(W));
+}
+
+/// W's root store enqueued before `remove_worker(W)` (lane 0 held, so it is
+/// still queued when the call starts) is removed with W: the removal applies
+/// what each lane had queued before it unmaps. Without that flush the store
+/// ran after the unmap, on a fresh slot, and survived the removal.
+#[test]
+fn an_event_queued_before_the_removal_is_removed_with_the_rank() {
+    let indexer = routed();
+    let (hold, held) = channel();
+    assert!(indexer.lanes.send(0, Task::Hold(held)).is_ok());
+    indexer.apply_event(stored(W, None, &[60])).unwrap();
+    let remover = Arc::clone(&indexer);
+    let removal = thread::spawn(move || remover.remove_worker(W.worker_id));
+    // Give a removal that does not flush first the time to unmap while the
+    // store is still queued (the flushing one waits for lane 0 instead and
+    // never unmaps here); a bound, not a verdict.
+    let start = std::time::Instant::now();
+    while !indexer.tree.is_release_pending(W) && start.elapsed().as_millis() < 100 {
+        thread::yield_now();
+    }
+    drop(hold);
+    removal.join().unwrap();
+    assert_eq!(indexer.find_matches(&query(&[60])).score(W), 0);
+    assert_eq!(indexer.find_matches(&query(&[10, 11, 12])).score(W), 0);
 }

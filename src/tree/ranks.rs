@@ -1,6 +1,8 @@
 //! Rank removal and `Cleared`.
 //!
-//! Protocol. Removing ranks is three steps, and the order is the point:
+//! Protocol. Removing ranks is three steps, and the order is the point (the
+//! `Indexer` first flushes its lanes, so the ranks' events enqueued before
+//! the removal have run and are removed with them):
 //!
 //! 1. [`Tree::begin_removal`] unmaps the target ranks' slots (under the
 //!    registry mutex). This is the removal's linearization point: an event

@@ -211,6 +211,12 @@ pub enum Mutant {
     /// of them is lost. Must fail `accepted` or `read-bounds` (C4, C1) in the
     /// shuttle `indexer` model.
     RemovalDropsBeforeUnmap = 63,
+    /// Rank removal: the indexer unmaps without first flushing its lanes
+    /// (checked in `crtc`'s `indexer`), so a removed rank's event enqueued
+    /// before the removal runs after the unmap, on a fresh slot, and
+    /// survives the removal. Must fail `read-bounds` (the rank credited
+    /// after its removal) in the shuttle `indexer` model.
+    RemovalWithoutFlush = 64,
 }
 
 impl Mutant {
@@ -272,7 +278,7 @@ impl Mutant {
 
     /// The mutants of the indexer's rank removal against its lanes (the
     /// shuttle `indexer` model).
-    pub const INDEXER: [Mutant; 1] = [Mutant::RemovalDropsBeforeUnmap];
+    pub const INDEXER: [Mutant; 2] = [Mutant::RemovalDropsBeforeUnmap, Mutant::RemovalWithoutFlush];
 
     /// The mutants of the lanes' shared directory (`crtc::tree::store`):
     /// parent resolution and the store skip (`loom_ranks`' D1, the shuttle
@@ -283,7 +289,7 @@ impl Mutant {
     ];
 
     /// Every mutant, for lookups by name or id.
-    pub const ALL: [Mutant; 35] = [
+    pub const ALL: [Mutant; 36] = [
         Mutant::SkipInternalCheck,
         Mutant::ClearBitBeforeCutoff,
         Mutant::NoInvalidation,
@@ -319,6 +325,7 @@ impl Mutant {
         Mutant::StoreSkipPastLaneCoverage,
         Mutant::SeqlockUnexcludedWriters,
         Mutant::RemovalDropsBeforeUnmap,
+        Mutant::RemovalWithoutFlush,
     ];
 
     /// The mutant with numeric id `id` (`Mutant as u8`; 0 is [`Mutant::None`]).

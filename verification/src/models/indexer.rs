@@ -6,7 +6,8 @@
 //! sight: R, W0 and V on L0, Y, W1 and later X on L1). Setup, acknowledged:
 //! R, Y, W0 (worker 3, dp rank 0), W1 (worker 3, dp rank 1) and V store;
 //! then Y's four more stores are enqueued without waiting, a backlog that
-//! keeps L1 busy. Four threads then run at once:
+//! keeps L1 busy, and one of W0's, which precedes the removal and must go
+//! with it. Four threads then run at once:
 //!
 //! - the remover: `remove_worker(3)`, then `remove_worker_dp_rank(W1)`
 //!   (which removes W1 again if a late event brought it back);
@@ -28,10 +29,12 @@
 //! above it fails `read-bounds` (C1), any other difference and a structural
 //! fault `serial-outcome`.
 //!
-//! Negative control: `RemovalDropsBeforeUnmap` (the lanes drop the ranks
+//! Negative controls: `RemovalDropsBeforeUnmap` (the lanes drop the ranks
 //! before the unmap): a late event between the two registers W0 again with
 //! its old slot, X is issued that slot, L0's mask counts X's coverage of P
-//! as L0's, R's store under P is refused (`accepted`).
+//! as L0's, R's store under P is refused (`accepted`);
+//! `RemovalWithoutFlush` (the unmap before W0's queued store has run): the
+//! store runs on a fresh slot and W0 keeps block 60 (`read-bounds`).
 //!
 //! Not covered: more than two lanes, the stale-leaf sweep (disabled, as in
 //! every model), anchors, and removals racing each other (one remover).
@@ -56,7 +59,8 @@ const V: WorkerWithDpRank = WorkerWithDpRank::new(5, 0);
 const X: WorkerWithDpRank = WorkerWithDpRank::new(4, 0);
 
 /// The queries the final scores are compared on.
-const QUERIES: [&[u64]; 6] = [
+const QUERIES: [&[u64]; 7] = [
+    &[60],
     &[1, 50],
     &[2, 3, 4, 6, 7],
     &[5],
@@ -89,9 +93,11 @@ fn setup() -> Vec<RouterEvent> {
     ]
 }
 
-/// Y's backlog on lane 1, enqueued without waiting.
+/// Y's backlog on lane 1, and a store of W0's on lane 0 (it precedes the
+/// removal, so it goes with W0), enqueued without waiting.
 fn backlog() -> Vec<RouterEvent> {
     vec![
+        store(W0, &[], &[60]),
         store(Y, &[2], &[3]),
         store(Y, &[2, 3], &[4]),
         store(Y, &[2, 3, 4], &[6]),

@@ -373,6 +373,7 @@ pub fn loom_catch(mutant: Mutant) -> Catch {
         Mutant::StoreSkipPastLaneCoverage => (Accepted, &["D1"]),
         // No loom model runs the indexer's lane threads (SHUTTLE_ONLY).
         Mutant::RemovalDropsBeforeUnmap => (Accepted, &[]),
+        Mutant::RemovalWithoutFlush => (ReadBounds, &[]),
     };
     Catch::new(property, models)
 }
@@ -426,7 +427,8 @@ pub fn loom_can_emit(model: &str, property: Property) -> bool {
 
 /// Mutants only shuttle runs: the indexer model's lane threads, remover and
 /// late sender are beyond a loom model that finishes in about a minute.
-pub const SHUTTLE_ONLY: [Mutant; 1] = [Mutant::RemovalDropsBeforeUnmap];
+pub const SHUTTLE_ONLY: [Mutant; 2] =
+    [Mutant::RemovalDropsBeforeUnmap, Mutant::RemovalWithoutFlush];
 
 /// Every shuttle suite's mutant lists (by the gate's `name` in
 /// [`shuttle_gate_tests!`](crate::shuttle_gate_tests), and "indexer" for
@@ -525,6 +527,8 @@ pub fn shuttle_catch(mutant: Mutant) -> Option<Property> {
         // a removed rank with its old slot, and another rank's valid store
         // under blocks the slot's next owner covers is refused.
         Mutant::RemovalDropsBeforeUnmap => Accepted,
+        // W0's store queued before the removal survives it on a fresh slot.
+        Mutant::RemovalWithoutFlush => ReadBounds,
         // Fences, publication orders and plain-data races: shuttle runs
         // every atomic SeqCst and does not track cells.
         Mutant::NoReaderAcquireFence
