@@ -367,18 +367,6 @@ impl ShapeRead for PlainShape {
         self.edge.get(pos).copied().unwrap_or(BlockPair::new(0, 0))
     }
     #[inline]
-    fn local_match_len(
-        &self,
-        from: usize,
-        locals: impl IntoIterator<Item = LocalBlockHash>,
-    ) -> usize {
-        let edge = self.edge.get(from..).unwrap_or_default();
-        edge.iter()
-            .zip(locals)
-            .take_while(|(pair, local)| pair.local == *local)
-            .count()
-    }
-    #[inline]
     fn match_locals(&self, from: usize, locals: &[LocalBlockHash]) -> usize {
         let edge = self.edge.get(from..).unwrap_or_default();
         common_prefix(edge.len(), |i| edge[i].local, locals)

@@ -109,27 +109,6 @@ impl EdgeBuf {
         })
     }
 
-    /// Number of leading positions from `from`, below `len`, whose local
-    /// hash equals `locals` (one pass over the cells, no per-position
-    /// bounds check). Callers pass a length they loaded with Acquire.
-    #[inline]
-    pub(super) fn local_match_len(
-        &self,
-        from: usize,
-        len: usize,
-        locals: impl IntoIterator<Item = LocalBlockHash>,
-    ) -> usize {
-        let cells = self.pairs.get(from..len).unwrap_or_default();
-        cells
-            .iter()
-            // SAFETY: as `pair`: every cell below `len` was written before
-            // `len` was published and is never written again.
-            .map(|cell| cell.with(|pair| unsafe { (*pair).local }))
-            .zip(locals)
-            .take_while(|(edge, local)| edge == local)
-            .count()
-    }
-
     /// [`common_prefix`] of the cells from `from` below `len` and
     /// `locals`. Callers pass a length they loaded with Acquire.
     #[inline]

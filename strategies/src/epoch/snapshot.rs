@@ -158,14 +158,6 @@ impl ShapeRead for View<'_> {
         }
     }
     #[inline]
-    fn local_match_len(
-        &self,
-        from: usize,
-        locals: impl IntoIterator<Item = LocalBlockHash>,
-    ) -> usize {
-        self.edge.local_match_len(from, self.len, locals)
-    }
-    #[inline]
     fn match_locals(&self, from: usize, locals: &[LocalBlockHash]) -> usize {
         self.edge.match_locals(from, self.len, locals)
     }

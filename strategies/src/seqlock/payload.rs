@@ -104,27 +104,6 @@ impl EdgeBuf {
             cell.with(|pair| unsafe { *pair })
         })
     }
-    /// Number of leading positions from `from`, below `len`, whose local
-    /// hash equals `locals` (one pass over the cells). Callers pass a length
-    /// they loaded with Acquire.
-    #[inline]
-    fn local_match_len(
-        &self,
-        from: usize,
-        len: usize,
-        locals: impl IntoIterator<Item = LocalBlockHash>,
-    ) -> usize {
-        let cells = self.0.get(from..len).unwrap_or_default();
-        cells
-            .iter()
-            // SAFETY: as `pair`: a pair below a published length is never
-            // written again, and its write is ordered before that length's
-            // Acquire load.
-            .map(|cell| cell.with(|pair| unsafe { (*pair).local }))
-            .zip(locals)
-            .take_while(|(edge, local)| edge == local)
-            .count()
-    }
     /// [`common_prefix`] of the cells from `from` below `len` and
     /// `locals`. Callers pass a length they loaded with Acquire.
     #[inline]
@@ -359,15 +338,6 @@ impl<R: Reclaim> ShapeRead for View<'_, R> {
             Some(edge) if pos < self.len => edge.pair(pos),
             _ => BlockPair::new(0, 0),
         }
-    }
-    #[inline]
-    fn local_match_len(
-        &self,
-        from: usize,
-        locals: impl IntoIterator<Item = LocalBlockHash>,
-    ) -> usize {
-        self.edge
-            .map_or(0, |edge| edge.local_match_len(from, self.len, locals))
     }
     #[inline]
     fn match_locals(&self, from: usize, locals: &[LocalBlockHash]) -> usize {
