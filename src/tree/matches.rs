@@ -73,7 +73,8 @@ thread_local! {
 }
 
 /// Runs `f` with this thread's walk buffers (fresh ones when they are in
-/// use or gone), cleared.
+/// use or gone), as the last walk left them: the caller clears the credits,
+/// and `walk_from` clears the active set and each hop's scratch.
 pub(super) fn with_walk<R>(f: impl FnOnce(&mut Walk) -> R) -> R {
     let mut f = Some(f);
     let reused = WALK.try_with(|cell| {
