@@ -66,7 +66,7 @@
 
 use crate::types::{DpRank, KvError, WorkerWithDpRank};
 use crtc_strategies::sync::atomic::{AtomicU64, Ordering};
-use crtc_strategies::sync::{Arc, Backoff, Mutex, OnceLock, RwLock};
+use crtc_strategies::sync::{Arc, Backoff, Mutex, RwLock, SetOnce};
 use crtc_strategies::{mutant, Reclaim, Slot, MAX_SLOTS};
 use rustc_hash::{FxHashMap, FxHasher};
 use std::cmp::Reverse;
@@ -133,7 +133,7 @@ struct Shard(RwLock<FxHashMap<WorkerWithDpRank, Slot>>);
 /// The registry's maps: owners by slot, slots by rank.
 #[derive(Debug)]
 pub struct SlotTable {
-    segments: [OnceLock<Box<[OwnerCell]>>; SEGMENTS],
+    segments: [SetOnce<Box<[OwnerCell]>>; SEGMENTS],
     shards: Box<[Shard]>,
 }
 
@@ -165,7 +165,7 @@ fn shard_of(rank: WorkerWithDpRank) -> usize {
 impl SlotTable {
     fn new() -> Self {
         Self {
-            segments: std::array::from_fn(|_| OnceLock::new()),
+            segments: std::array::from_fn(|_| SetOnce::new()),
             shards: (0..SHARDS)
                 .map(|_| Shard(RwLock::new(FxHashMap::default())))
                 .collect(),

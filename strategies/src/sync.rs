@@ -371,6 +371,139 @@ impl<T> PlainCell<T> {
     }
 }
 
+/// A value set at most once and then shared, for state under test (the slot
+/// registry's owner segments). Protocol: a reader sees either nothing or the
+/// whole value; [`SetOnce::get`] is one Acquire load that pairs with the
+/// publishing store, so everything written into the value before it was set
+/// is visible to the reader that sees it.
+///
+/// In production it is std's `OnceLock`, whose `get` is that Acquire load.
+/// Under a checker it is a modelled `AtomicPtr` to a boxed value, so the
+/// publication is explored like every other atomic (std's `OnceLock` is
+/// invisible to loom and shuttle). There, racing initializers each build a
+/// value and a compare-exchange publishes one; std's blocks the others
+/// instead. Callers that need a single construction serialize it (the slot
+/// registry initializes under its mutex), so the two agree on their uses.
+#[cfg(not(crtc_checker))]
+#[derive(Debug, Default)]
+pub struct SetOnce<T>(std::sync::OnceLock<T>);
+
+#[cfg(not(crtc_checker))]
+impl<T> SetOnce<T> {
+    /// An unset cell.
+    pub fn new() -> Self {
+        Self(std::sync::OnceLock::new())
+    }
+
+    /// The value, once set.
+    #[inline]
+    pub fn get(&self) -> Option<&T> {
+        self.0.get()
+    }
+
+    /// The value, set by `init` first if nothing is.
+    #[inline]
+    pub fn get_or_init(&self, init: impl FnOnce() -> T) -> &T {
+        self.0.get_or_init(init)
+    }
+}
+
+/// See the production definition.
+#[cfg(crtc_checker)]
+pub struct SetOnce<T> {
+    value: atomic::AtomicPtr<T>,
+    /// Owns a `T` (drop check), without the auto traits a raw pointer
+    /// withholds; `Send` and `Sync` are stated below.
+    _owns: std::marker::PhantomData<Box<T>>,
+}
+
+// SAFETY: the cell owns its boxed value; sending the cell sends the value.
+#[cfg(crtc_checker)]
+unsafe impl<T: Send> Send for SetOnce<T> {}
+// SAFETY: shared access hands out `&T` (needs `T: Sync`), and `get_or_init`
+// through `&self` may build the value on one thread and drop it on another
+// (needs `T: Send`), as std's `OnceLock` requires.
+#[cfg(crtc_checker)]
+unsafe impl<T: Send + Sync> Sync for SetOnce<T> {}
+
+#[cfg(crtc_checker)]
+impl<T> std::fmt::Debug for SetOnce<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Not a point of the protocol: the value is not read.
+        f.write_str("SetOnce { .. }")
+    }
+}
+
+#[cfg(crtc_checker)]
+impl<T> Default for SetOnce<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(crtc_checker)]
+impl<T> SetOnce<T> {
+    /// An unset cell.
+    pub fn new() -> Self {
+        Self {
+            value: atomic::AtomicPtr::new(std::ptr::null_mut()),
+            _owns: std::marker::PhantomData,
+        }
+    }
+
+    /// The value, once set.
+    #[inline]
+    pub fn get(&self) -> Option<&T> {
+        // Acquire: pairs with the Release of the publishing compare-exchange,
+        // so the value's contents are visible.
+        let value = self.value.load(atomic::Ordering::Acquire);
+        // SAFETY: a non-null pointer is a published `Box::into_raw`, freed
+        // only by `drop`, which needs `&mut self`; the borrow of `self`
+        // bounds the reference.
+        unsafe { value.as_ref() }
+    }
+
+    /// The value, set by `init` first if nothing is.
+    pub fn get_or_init(&self, init: impl FnOnce() -> T) -> &T {
+        if let Some(value) = self.get() {
+            return value;
+        }
+        let built = Box::into_raw(Box::new(init()));
+        let null = std::ptr::null_mut();
+        // Release on success publishes the built value's contents; Acquire
+        // on failure sees the winner's.
+        match self.value.compare_exchange(
+            null,
+            built,
+            atomic::Ordering::Release,
+            atomic::Ordering::Acquire,
+        ) {
+            // SAFETY: `built` is now the published value (see `get`).
+            Ok(_) => unsafe { &*built },
+            Err(winner) => {
+                // SAFETY: `built` lost the race, so no one else saw it; it is
+                // ours to free, once.
+                drop(unsafe { Box::from_raw(built) });
+                // SAFETY: `winner` is the published value (see `get`).
+                unsafe { &*winner }
+            }
+        }
+    }
+}
+
+#[cfg(crtc_checker)]
+impl<T> Drop for SetOnce<T> {
+    fn drop(&mut self) {
+        // Relaxed: `&mut self` proves no other access; the value's
+        // publication happened before whatever handed us the cell.
+        let value = self.value.load(atomic::Ordering::Relaxed);
+        if !value.is_null() {
+            // SAFETY: the published `Box::into_raw`, freed here once.
+            drop(unsafe { Box::from_raw(value) });
+        }
+    }
+}
+
 /// Backoff for a loop that waits on another thread (a lock word, a grace
 /// period, a released slot): a few rounds of CPU pauses that double each
 /// time, then a yield to the OS scheduler, so a waiter never burns its core
