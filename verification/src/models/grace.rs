@@ -63,7 +63,14 @@
 //! is never reused while a reader could still compare against it, and a
 //! freed block is never actually accessed: the checks fail the model first.
 //! A block freed twice (an object retired twice) is recorded and fails the
-//! model too. In reuse mode (`CRTC_GRACE_REUSE=1`) a block deferred work
+//! model too. Every freed block, held or not, is filled with a poison
+//! pattern first, so a stale read the checks above do not see (a node
+//! reached through an `Arc` in a child map, a buffer through a snapshot's
+//! `Arc`, rather than through `protect`) reads garbage instead of the
+//! object's last value: it fails the run (a checker's own panic on a
+//! poisoned modelled object, a poisoned pointer followed, a property
+//! violated), though not under a property tag of its own, so it is no
+//! mutant's catch. In reuse mode (`CRTC_GRACE_REUSE=1`) a block deferred work
 //! freed goes back to the system as soon as the free's checks passed (its
 //! grace period is over), so later allocations of the same execution may
 //! get its address again (a pointer comparison then meets a reused
@@ -480,9 +487,17 @@ pub fn quarantine_installed() -> bool {
     quarantine::installed()
 }
 
+/// The byte every freed block is filled with before it is held or handed
+/// back: a stale read of a freed object reads this pattern (a pointer of
+/// `0xa5a5...`, a checker object whose index is out of range) instead of the
+/// value it last held, so it fails the run where a quarantined block would
+/// otherwise still read as valid.
+const POISON: u8 = 0xa5;
+
 /// The global allocator of test binaries that use [`GraceReclaim`]: the
 /// system allocator, except that deallocations made while deferred work runs
-/// are held back (see the module docs).
+/// are held back (see the module docs), and every freed block is poisoned
+/// ([`POISON`]) first.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct QuarantineAlloc;
 
@@ -498,6 +513,10 @@ unsafe impl GlobalAlloc for QuarantineAlloc {
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller hands back a block of `layout.size()` bytes it
+        // allocated here and no longer uses; nothing reads it as a live
+        // object again, so its bytes are ours to overwrite.
+        unsafe { std::ptr::write_bytes(ptr, POISON, layout.size()) };
         if !quarantine::hold(ptr, layout) {
             // SAFETY: `ptr` was allocated by `System` with `layout` (above).
             unsafe { System.dealloc(ptr, layout) }
