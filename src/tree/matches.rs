@@ -114,7 +114,7 @@ fn record_first(shape: &impl ShapeRead, matched: usize, scratch: &mut Scratch) {
 }
 
 fn record_later(shape: &impl ShapeRead, matched: usize, active: &SlotBits, scratch: &mut Scratch) {
-    for (index, word) in active.words() {
+    active.for_each_word(|index, word| {
         let kept = word & shape.full_word(index);
         scratch.words.push(kept);
         let mut gone = word & !kept;
@@ -125,7 +125,7 @@ fn record_later(shape: &impl ShapeRead, matched: usize, active: &SlotBits, scrat
             scratch.dropped.push((slot, credited, last));
             gone &= gone - 1;
         }
-    }
+    });
 }
 
 impl<G: ShapeGate> Tree<G> {

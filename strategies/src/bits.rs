@@ -108,8 +108,12 @@ impl SlotBits {
     }
 
     /// Whether the set is empty.
+    #[inline]
     pub fn is_empty(&self) -> bool {
-        self.words().all(|(_, word)| word == 0)
+        // One OR per chunk and no branch per word: a walk asks this after
+        // every hop.
+        let empty = |words: &[u64; INLINE_WORDS]| words.iter().fold(0, |any, &w| any | w) == 0;
+        empty(&self.inline) && self.chunks.iter().all(empty)
     }
 
     /// Number of slots in the set.
@@ -141,6 +145,22 @@ impl SlotBits {
             .enumerate()
     }
 
+    /// Calls `f` with every word and its global word index, in order: the
+    /// loop form of [`SlotBits::words`], for a walk's per-hop passes (plain
+    /// loops over each chunk instead of a chained iterator's branch per word).
+    #[inline]
+    pub fn for_each_word(&self, mut f: impl FnMut(usize, u64)) {
+        for (index, &word) in self.inline.iter().enumerate() {
+            f(index, word);
+        }
+        for (chunk, words) in self.chunks.iter().enumerate() {
+            let base = INLINE_WORDS * (chunk + 1);
+            for (index, &word) in words.iter().enumerate() {
+                f(base + index, word);
+            }
+        }
+    }
+
     /// The word with global index `index` (0 past the end).
     #[inline]
     pub fn word(&self, index: usize) -> u64 {
@@ -156,6 +176,13 @@ impl SlotBits {
 
     /// Replaces the contents with `words` (word `i` holds slots `64i..64i+64`).
     pub fn assign_words(&mut self, words: &[u64]) {
+        if let (Some(inline), true) = (words.get(..INLINE_WORDS), self.chunks.is_empty()) {
+            if words.len() == INLINE_WORDS {
+                // The common case (at most 256 ranks): a straight copy.
+                self.inline.copy_from_slice(inline);
+                return;
+            }
+        }
         self.clear();
         for (index, &word) in words.iter().enumerate() {
             if word == 0 {
