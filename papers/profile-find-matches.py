@@ -3,10 +3,12 @@
 beside upstream 1.6.1's CRTC, and where they go, under callgrind; written to
 papers/results/profile-find-matches.md and .json.
 
-Usage: python3 papers/profile-find-matches.py [--workloads chat,agentx,trace]
+Usage: python3 papers/profile-find-matches.py [--workloads chat,agentx,leaf,trace]
        [--trace PATH] [--passes N] [--out DIR]
 
-For each workload and subject it runs the example `lookups` (crtc-bench,
+Workloads: the `chat` and `agentx` presets, `leaf` (the tree and query of
+the `mixed_1r1w` bench's reader alone) and the Mooncake trace. For each
+workload and subject it runs the example `lookups` (crtc-bench,
 built with --features all-strategies,upstream and the default mimalloc):
 the subject's tree is built serially from the workload's writes (one lane;
 no stale-leaf sweep on either side, so both trees hold the same dead
@@ -151,7 +153,7 @@ def sources(names, trace):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workloads", default="chat,agentx,trace")
+    parser.add_argument("--workloads", default="chat,agentx,leaf,trace")
     parser.add_argument("--trace", default=DEFAULT_TRACE)
     parser.add_argument("--passes", default="1")
     parser.add_argument("--out", default=os.path.join(ROOT, "papers", "results"))

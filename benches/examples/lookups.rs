@@ -4,7 +4,9 @@
 //! Usage: `lookups <subject> <workload> [passes]`, where `subject` is a gate
 //! (`rwlock`, `seqlock`, `epoch-crossbeam`, `epoch-seize`, as compiled) or
 //! `upstream-1.6.1` (feature `upstream`), and `workload` is `chat`,
-//! `agentx` (the presets at seed 1, scale 1) or a path to a Mooncake trace.
+//! `agentx` (the presets at seed 1, scale 1), `leaf` (the tree of the
+//! `mixed_1r1w` bench's reader alone, see [`leaf`]) or a path to a Mooncake
+//! trace.
 //!
 //! It applies the workload's writes serially (one lane, the fast path on;
 //! for upstream its `ThreadPoolIndexer` with one lane, flushed), with no
@@ -18,9 +20,10 @@
 //! `SyncIndexer::find_matches`, so building the tree and converting queries
 //! are outside the count.
 
-use crtc::types::LocalBlockHash;
+use crtc::types::{LocalBlockHash, RouterEvent, WorkerWithDpRank};
 use crtc_bench::compare::checks::crosscheck::SerialIndex;
 use crtc_bench::compare::subjects::serial::build_serial;
+use crtc_verification::chain::{chained, locals};
 use crtc_verification::workload::mooncake::load_mooncake;
 use crtc_verification::workload::{presets, EngineConfig, Workload, WorkloadOp};
 use std::process::ExitCode;
@@ -49,10 +52,61 @@ fn subject(name: &str) -> Option<Box<dyn SerialIndex>> {
     })
 }
 
+/// The `mixed_1r1w` bench's tree without its writer (that bench's
+/// `Fixture::build`, session 0) and its reader's query, asked
+/// [`LEAF_LOOKUPS`] times: four sharer ranks hold a 32-block system prompt,
+/// two of them continue it (so it is an internal node), and the writer rank
+/// holds the prompt plus a 16-block session prompt and 256 one-block decode
+/// stores on that leaf's tail. The query is the system prompt plus the
+/// session prompt (scores: sharers 32, the writer 48). The local hashes are
+/// the bench's namespaces.
+fn leaf() -> Workload {
+    const PREFIX: u64 = 32;
+    const PROMPT: u64 = 16;
+    const DECODE: u64 = 256;
+    let writer = WorkerWithDpRank::new(1, 0);
+    let prefix_locals: Vec<u64> = (0..PREFIX).map(|i| (1 << 40) + i).collect();
+    let prefix = chained(None, &prefix_locals);
+    let tail = prefix.last().map(|b| b.external);
+    let mut ops = Vec::new();
+    let mut store = |rank, parent, blocks| {
+        ops.push(WorkloadOp::Event(RouterEvent::stored(rank, parent, blocks)))
+    };
+    for r in 0..4u64 {
+        let rank = WorkerWithDpRank::new(100 + r, 0);
+        store(rank, None, prefix.clone());
+        if r < 2 {
+            store(rank, tail, chained(tail, &[(1 << 60) + r]));
+        }
+    }
+    store(writer, None, prefix.clone());
+    let session: Vec<u64> = (0..PROMPT + DECODE).map(|i| (2 << 40) + i).collect();
+    let prompt = chained(tail, &session[..PROMPT as usize]);
+    let mut parent = prompt.last().map(|b| b.external);
+    store(writer, tail, prompt);
+    for &local in &session[PROMPT as usize..] {
+        let block = chained(parent, &[local]);
+        let next = block.last().map(|b| b.external);
+        store(writer, parent, block);
+        parent = next;
+    }
+    let query = locals(&[&prefix_locals[..], &session[..PROMPT as usize]].concat());
+    ops.extend((0..LEAF_LOOKUPS).map(|_| WorkloadOp::Query(query.clone())));
+    Workload {
+        name: "leaf".into(),
+        ops,
+        decode_stores: DECODE,
+    }
+}
+
+/// Lookups of the `leaf` workload per pass.
+const LEAF_LOOKUPS: usize = 2000;
+
 fn workload(name: &str) -> Result<Workload, String> {
     match name {
         "chat" => Ok(presets::chat(1, 1.0)),
         "agentx" => Ok(presets::agentx(1, 1.0)),
+        "leaf" => Ok(leaf()),
         path => load_mooncake(path, EngineConfig::default())
             .map_err(|e| format!("{path}: line {}: {}", e.line, e.reason)),
     }
@@ -76,7 +130,7 @@ fn build(index: &mut dyn SerialIndex, workload: &Workload) -> Vec<Vec<LocalBlock
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (Some(name), Some(source)) = (args.first(), args.get(1)) else {
-        eprintln!("usage: lookups <subject> <chat|agentx|TRACE> [passes]");
+        eprintln!("usage: lookups <subject> <chat|agentx|leaf|TRACE> [passes]");
         return ExitCode::from(2);
     };
     let Some(mut index) = subject(name) else {

@@ -221,12 +221,15 @@ impl<G: ShapeGate> Tree<G> {
             };
             node = next;
         }
-        credits.extend(
-            active
-                .iter()
-                .filter(|_| depth > 0)
-                .map(|slot| (slot, depth, prev_last)),
-        );
+        if depth > 0 {
+            active.for_each_word(|index, mut word| {
+                while word != 0 {
+                    let slot = Slot((index * 64) as u16 + word.trailing_zeros() as u16);
+                    credits.push((slot, depth, prev_last));
+                    word &= word - 1;
+                }
+            });
+        }
     }
 
     fn read_hop<'g>(
