@@ -42,7 +42,12 @@
 //! positional index keeps hash maps, so both have nothing to sweep.
 //! Unswept is crtc with its sweep policy off; upstream's cleanup cannot be
 //! switched off, but its first run is due five minutes after the index is
-//! built, later than any run here ends.
+//! built, later than any run here ends. The branch-sharded row's two
+//! figures come out equal: its shards hold every block past the router's
+//! prefix below anchor nodes, and 1.6.1's cleanup walks from the tree's
+//! root only, so it reaches none of them (read in 1.6.1's
+//! `concurrent_radix_tree_compressed`: `sweep_stale_children` starts at
+//! `root`, anchors live in `anchor_nodes`).
 
 use crate::compare::measurement::plan::{IssueOp, Plan};
 use crate::compare::registry::{Configuration, ReadPath, Setup};
