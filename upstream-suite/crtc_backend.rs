@@ -1,12 +1,21 @@
 //! crtc's `Tree<G>` as a `SyncIndexer` backend of dynamo-kv-router 1.6.1,
 //! for every crtc gate.
 //!
-//! This module is ours. `.ci/upstream-suite.sh` compiles it into a test-time
-//! copy of the registry's dynamo-kv-router 1.6.1 (as
-//! `crate::indexer::crtc_backend`), where it can name the crate's
-//! crate-private task types (`WorkerTask`, the approximate-LRU lane), so
-//! that upstream's own indexer suite runs on crtc through upstream's
-//! `ThreadPoolIndexer`.
+//! This module is ours, and it is compiled in two places from this one
+//! file:
+//!
+//! - in `crtc-bench` (feature `upstream`, as
+//!   `compare::subjects::crtc_backend`), against the registry crate's public
+//!   API: `SyncIndexer`, `WorkerTask` and the protocol types are public, so
+//!   `crtc compare` runs every gate inside upstream's `ThreadPoolIndexer`;
+//! - in the test-time copy of dynamo-kv-router 1.6.1 that
+//!   `.ci/upstream-suite.sh` builds (as `crate::indexer::crtc_backend`), where
+//!   `upstream-suite/patch.py` sets the cfg `crtc_upstream_copy`. Only there
+//!   can it name the crate-private parts upstream's suite needs: the
+//!   approximate-LRU lane (`ApproximateLruLane`, the task's fields) and the
+//!   `KvIndexerDelegate` bookkeeping (`HashLifecycle`). Outside the copy an
+//!   `ApproximateLru` task is dropped with a warning (its requester sees the
+//!   request dropped) and no delegate can be attached.
 //!
 //! Shape. `ThreadPoolIndexer` starts N threads and calls
 //! [`SyncIndexer::worker`] on each; each call builds one [`Lane`] (its
@@ -47,17 +56,36 @@
 //! an empty queue folds its tally and runs a sweep due by volume or timer
 //! (`Tree::lane_idle`).
 
+#[cfg(not(crtc_upstream_copy))]
+use crtc_strategies::sync::Arc;
+#[cfg(crtc_upstream_copy)]
 use std::sync::Arc;
 
 use flume::TryRecvError;
-use rustc_hash::{FxHashMap, FxHashSet};
+#[cfg(crtc_upstream_copy)]
+use rustc_hash::FxHashMap;
+use rustc_hash::FxHashSet;
 
+#[cfg(not(crtc_upstream_copy))]
+use dynamo_kv_router::indexer::{
+    AnchorCapableSyncIndexer, AnchorRef, AnchorTask, EventKind, EventWarningKind, KvIndexerMetrics,
+    KvRouterError, PreBoundEventCounters, SyncIndexer, WorkerLookupStats, WorkerTask,
+};
+#[cfg(not(crtc_upstream_copy))]
+use dynamo_kv_router::protocols::{
+    ExternalSequenceBlockHash, KvCacheEvent, KvCacheEventData, KvCacheEventError,
+    KvCacheRemoveData, KvCacheStoreData, KvCacheStoredBlockData, LocalBlockHash, OverlapScores,
+    RouterEvent, WorkerWithDpRank,
+};
+
+#[cfg(crtc_upstream_copy)]
 use super::{
     AnchorCapableSyncIndexer, AnchorRef, AnchorTask, ApproximateLruApplyOutput, ApproximateLruLane,
     ApproximateLruTask, EventKind, EventWarningKind, HashLifecycle, KvIndexerDelegate,
     KvIndexerMetrics, KvRouterError, PreBoundEventCounters, SyncIndexer, WorkerLookupStats,
     WorkerTask,
 };
+#[cfg(crtc_upstream_copy)]
 use crate::protocols::{
     ExternalSequenceBlockHash, KvCacheEvent, KvCacheEventData, KvCacheEventError,
     KvCacheRemoveData, KvCacheStoreData, KvCacheStoredBlockData, LocalBlockHash, OverlapScores,
@@ -71,6 +99,7 @@ pub struct CrtcBackend<G: ShapeGate> {
     tree: Tree<G>,
     /// First-owner / last-owner notifications of a `KvIndexerDelegate`
     /// (disabled unless built with one).
+    #[cfg(crtc_upstream_copy)]
     lifecycle: HashLifecycle,
 }
 
@@ -90,12 +119,14 @@ impl<G: ShapeGate> CrtcBackend<G> {
     pub fn with_config(config: TreeConfig) -> Self {
         Self {
             tree: Tree::new(config),
+            #[cfg(crtc_upstream_copy)]
             lifecycle: HashLifecycle::default(),
         }
     }
 
     /// A backend that tells `delegate` when a block gains its first owning
     /// rank and loses its last one.
+    #[cfg(crtc_upstream_copy)]
     pub fn new_with_delegate(delegate: Arc<dyn KvIndexerDelegate>) -> Self {
         Self {
             lifecycle: HashLifecycle::new(delegate),
@@ -114,9 +145,11 @@ struct LaneState<G: ShapeGate> {
     lane: Lane<G>,
     ranks: FxHashSet<WorkerWithDpRank>,
     counters: Option<PreBoundEventCounters>,
+    #[cfg(crtc_upstream_copy)]
     lru: ApproximateLruLane,
     /// With a delegate: the blocks each rank of the lane was last seen
     /// holding, so a removal can tell which ones it took.
+    #[cfg(crtc_upstream_copy)]
     owned: FxHashMap<WorkerWithDpRank, FxHashSet<ExternalSequenceBlockHash>>,
 }
 
@@ -233,6 +266,7 @@ impl<G: ShapeGate> CrtcBackend<G> {
             .ranks
             .insert(WorkerWithDpRank::new(event.worker_id, event.event.dp_rank));
         let result = self.tree.apply_event(&mut state.lane, &ours);
+        #[cfg(crtc_upstream_copy)]
         if self.lifecycle.is_enabled() {
             self.track_owners(state, ours.rank(), &ours.event.data, result.is_ok());
         }
@@ -252,6 +286,7 @@ impl<G: ShapeGate> CrtcBackend<G> {
 
     /// Runs one approximate-LRU command: its synthetic events on this lane,
     /// then its TTL bookkeeping.
+    #[cfg(crtc_upstream_copy)]
     fn run_lru(&self, state: &mut LaneState<G>, task: ApproximateLruTask) {
         state.lru.observe_task(&task);
         let ApproximateLruTask {
@@ -295,6 +330,7 @@ impl<G: ShapeGate> CrtcBackend<G> {
                 .begin_removal(RankTarget::Rank(rank_to_crtc(rank)));
             self.tree.drop_removed(&mut state.lane, &removal);
             self.tree.finish_removal(&removal);
+            #[cfg(crtc_upstream_copy)]
             self.release_owned(state, rank, |_| true);
         }
     }
@@ -303,6 +339,7 @@ impl<G: ShapeGate> CrtcBackend<G> {
     /// that applied adds its blocks; a removal releases the blocks the rank
     /// no longer holds (asked of the tree, so blocks a removal uncovered
     /// below the removed one go too); a clear releases them all.
+    #[cfg(crtc_upstream_copy)]
     fn track_owners(
         &self,
         state: &mut LaneState<G>,
@@ -339,6 +376,7 @@ impl<G: ShapeGate> CrtcBackend<G> {
     }
 
     /// Releases the blocks of `rank` that `which` selects.
+    #[cfg(crtc_upstream_copy)]
     fn release_owned(
         &self,
         state: &mut LaneState<G>,
@@ -398,6 +436,8 @@ impl<G: ShapeGate> CrtcBackend<G> {
     }
 
     /// Runs one task; `false` on `Terminate`.
+    // The `bench` feature is upstream's: it exists only in the test-time copy.
+    #[allow(unexpected_cfgs)]
     fn run_task(&self, state: &mut LaneState<G>, task: WorkerTask) -> bool {
         match task {
             WorkerTask::Event(event) => {
@@ -406,11 +446,17 @@ impl<G: ShapeGate> CrtcBackend<G> {
             WorkerTask::EventWithAck { event, resp } => {
                 let _ = resp.send(self.apply(state, event).is_ok());
             }
+            #[cfg(crtc_upstream_copy)]
             WorkerTask::ApproximateLru(task) => self.run_lru(state, task),
+            #[cfg(not(crtc_upstream_copy))]
+            WorkerTask::ApproximateLru(_) => {
+                tracing::warn!("crtc backend: approximate-LRU tasks need the test-time copy");
+            }
             WorkerTask::Anchor { worker, anchor } => self.anchor(state, worker, anchor),
             WorkerTask::RemoveWorker {
                 worker_id, resp, ..
             } => {
+                #[cfg(crtc_upstream_copy)]
                 state.lru.forget_worker(worker_id);
                 self.remove_owned(state, |rank| rank.worker_id == worker_id);
                 let _ = resp.send(());
@@ -419,6 +465,7 @@ impl<G: ShapeGate> CrtcBackend<G> {
                 worker_id, dp_rank, ..
             } => {
                 let target = WorkerWithDpRank::new(worker_id, dp_rank);
+                #[cfg(crtc_upstream_copy)]
                 state.lru.forget_rank(target);
                 self.remove_owned(state, |rank| rank == target);
             }
@@ -459,7 +506,9 @@ impl<G: ShapeGate> SyncIndexer for CrtcBackend<G> {
             lane: self.tree.new_lane(),
             ranks: FxHashSet::default(),
             counters: metrics.as_ref().map(|m| m.prebind()),
+            #[cfg(crtc_upstream_copy)]
             lru: ApproximateLruLane::default(),
+            #[cfg(crtc_upstream_copy)]
             owned: FxHashMap::default(),
         };
         loop {
@@ -545,7 +594,7 @@ impl<G: ShapeGate> AnchorCapableSyncIndexer for CrtcBackend<G> {}
 // What upstream's CRTC tests ask of the backend
 // ----------------------------------------------------------------------------
 
-#[cfg(test)]
+#[cfg(all(test, crtc_upstream_copy))]
 impl<G: ShapeGate> CrtcBackend<G> {
     /// Nodes below the root, holder-less ones included (upstream's
     /// `raw_child_edge_count`).
@@ -565,7 +614,7 @@ impl<G: ShapeGate> CrtcBackend<G> {
 }
 
 /// The gates this copy of upstream's suite runs, by variant name.
-#[cfg(test)]
+#[cfg(all(test, crtc_upstream_copy))]
 pub(crate) mod gates {
     pub type Rwlock = crtc::RwLockGate;
     pub type Seqlock = crtc::SeqlockGate;

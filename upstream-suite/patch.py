@@ -9,7 +9,9 @@ DEST and there
 
 1. makes the copy its own workspace, adds the path dependency on crtc with
    every gate, drops the bench targets and criterion (the suite builds only
-   the library's tests) and turns debug info off;
+   the library's tests), turns debug info off, and gives it a build script
+   (BUILD_SCRIPT) that sets the cfg `crtc_upstream_copy`, under which our
+   module names the crate-private parts only the copy can reach;
 2. adds our backend module (upstream-suite/crtc_backend.rs, next to this
    file) as `crate::indexer::crtc_backend`, with the test glue of
    upstream-suite/suite_glue.rs appended;
@@ -84,9 +86,21 @@ def sub(text, pattern, repl, count, what):
     return new
 
 
+# The copy's build script: the cfg under which upstream-suite/crtc_backend.rs
+# compiles its crate-private parts (its module docs).
+BUILD_SCRIPT = """// Added by crtc's upstream-suite/patch.py.
+fn main() {
+    println!("cargo::rustc-check-cfg=cfg(crtc_upstream_copy)");
+    println!("cargo::rustc-cfg=crtc_upstream_copy");
+}
+"""
+
+
 def patch_manifest(copy, crtc):
     path = copy / "Cargo.toml"
     text = path.read_text()
+    text = replace(text, 'build = false\n', 'build = "crtc_build.rs"\n')
+    (copy / "crtc_build.rs").write_text(BUILD_SCRIPT)
     # Only the library's unit tests are built: drop the bench targets and
     # criterion (which only they use, with plotters and rayon behind it),
     # and build without debug info, to keep the step's build short.

@@ -559,7 +559,11 @@ fn benches(c: &mut Criterion) {
     fed::bench(
         c,
         crtc_bench::compare::subjects::upstream::NAME,
-        Arc::new(crtc_bench::compare::subjects::upstream::UpstreamBackend::new(1)),
+        crtc_bench::compare::subjects::dynamo::build_pool_crtc(crtc_bench::compare::Setup {
+            lanes: 1,
+            fast_path: false,
+            sweeping: true,
+        }),
         None,
     );
 }

@@ -10,7 +10,7 @@ use crtc_bench::compare::budget::check_preset_fits;
 use crtc_bench::compare::output::sweep_plot::write_sweep_chart;
 use crtc_bench::compare::sweep::{run_sweep, sweep_windows};
 use crtc_bench::compare::validate::{applicable_flags, prepare_dir, prepare_file};
-use crtc_bench::compare::{self, CompareError, CompareOptions, Mode, Source};
+use crtc_bench::compare::{self, CompareError, CompareOptions, Mode, Source, UpstreamRows};
 use crtc_verification::workload::expand::TraceShape;
 use crtc_verification::workload::jsonl::write_jsonl;
 use std::io::{IsTerminal, Write};
@@ -49,6 +49,12 @@ enum ModeArg {
     Capacity,
     Keepup,
     Both,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum UpstreamRowsArg {
+    Default,
+    All,
 }
 
 /// Where the stream comes from and how it is shaped.
@@ -154,6 +160,15 @@ struct CompareArgs {
     /// upstream-1.6.1 (feature upstream).
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     strategies: Option<Vec<String>>,
+    /// Which upstream rows (needs `--features upstream`; capacity mode):
+    /// `default`, the one upstream-1.6.1 row at --lanes; `all`, also every
+    /// dynamo-kv-router 1.6.1 indexer a router would pick (KvIndexer, the
+    /// pool over CRTC and over PositionalIndexer, BranchShardedIndexer over
+    /// CRTC shards) and each crtc gate inside upstream's pool beside crtc's
+    /// own Indexer, at 1 and at 4 event threads (4 is upstream's default;
+    /// rows that oversubscribe the cores say so).
+    #[arg(long, value_enum, default_value_t = UpstreamRowsArg::Default)]
+    upstream_rows: UpstreamRowsArg,
     /// Write the evaluation files into DIR (e.g. papers/results): markdown
     /// tables, JSON and charts for the agentx and chat presets and the
     /// Mooncake trace (--trace, default ../shared/traces/mooncake_synthetic.jsonl;
@@ -271,6 +286,10 @@ fn compare_options(args: &CompareArgs) -> Result<CompareOptions, CompareError> {
         check_limit: args.check_limit,
         repeat: args.repeat,
         strategies: args.strategies.clone(),
+        upstream_rows: match args.upstream_rows {
+            UpstreamRowsArg::Default => UpstreamRows::Default,
+            UpstreamRowsArg::All => UpstreamRows::All,
+        },
         windows: windows(args)?,
         sweep: args.sweep,
         find_matches_concurrency: args.find_matches_concurrency,

@@ -93,7 +93,7 @@ fn check_json(report: &compare::Report) {
 fn capacity_and_keepup_on_agentx_score_exactly() {
     let report = compare::run(&tiny("agentx", Mode::Both)).expect("compare runs");
     assert!(report.failures.is_empty(), "{:?}", report.failures);
-    let configurations = compare::configurations().len();
+    let configurations = compare::configurations(compare::UpstreamRows::Default).len();
     assert_eq!(report.rows.len(), 2 * configurations);
     assert!(report.workload.strict && report.workload.events > 0);
     for row in report.rows.iter().filter(|r| r.mode == "capacity") {
@@ -310,6 +310,7 @@ fn repeats_report_medians_with_ranges_for_the_chosen_strategies() {
     );
 }
 
+#[cfg(not(feature = "upstream"))]
 #[test]
 fn check_upstream_needs_the_feature() {
     let options = CompareOptions {
@@ -352,6 +353,59 @@ fn check_upstream_on_the_presets_finds_ours_exact() {
         let json: serde_json::Value = serde_json::from_str(&report.to_json()).expect("JSON");
         assert!(json["upstream_check"]["queries"].is_u64());
     }
+}
+
+/// `--upstream-rows all`: every indexer of 1.6.1 a router would pick and
+/// every crtc gate inside upstream's pool, at 1 and 4 event threads, each
+/// checked against the reference model (the exact rows with no difference;
+/// the approximate ones report theirs, not failures), each with read-only
+/// lookups/s; keep-up is refused.
+#[cfg(feature = "upstream")]
+#[test]
+fn upstream_rows_all_are_checked_against_the_model() {
+    let options = CompareOptions {
+        upstream_rows: compare::UpstreamRows::All,
+        ..tiny("chat", Mode::Capacity)
+    };
+    let report = compare::run(&options).expect("compare runs");
+    assert!(report.failures.is_empty(), "{:?}", report.failures);
+    let names = [
+        "upstream-kvindexer",
+        "upstream-pool-crtc",
+        "upstream-pool-positional",
+        "upstream-branch-sharded",
+        "rwlock-upstream-pool",
+    ];
+    for name in names {
+        assert!(
+            report.rows.iter().any(|r| r.strategy == name),
+            "no {name} row"
+        );
+    }
+    for threads in [1, 4] {
+        let label = format!("upstream-pool-crtc ×{threads}");
+        assert!(report.rows.iter().any(|r| r.label() == label), "no {label}");
+    }
+    for row in report.rows.iter().filter(|r| !r.approximate) {
+        assert_eq!(row.overcounts, Some(0), "{}", row.label());
+        assert_eq!(row.undercounts, Some(0), "{}", row.label());
+    }
+    for row in &report.rows {
+        let readers = report.settings.readers > 0;
+        assert_eq!(
+            row.read_only_lookups_per_s.is_some(),
+            readers,
+            "{}",
+            row.label()
+        );
+    }
+    check_json(&report);
+    let keepup = CompareOptions {
+        upstream_rows: compare::UpstreamRows::All,
+        ..tiny("chat", Mode::Both)
+    };
+    let error = compare::run(&keepup).expect_err("capacity only");
+    assert!(error.0.contains("capacity mode only"), "{error}");
 }
 
 /// A 20-request trace in `dir`: three shared first blocks, one own block

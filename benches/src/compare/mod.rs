@@ -23,7 +23,9 @@
 //!
 //! Adding a gate is one line in the registry. With feature `upstream`, NVIDIA
 //! Dynamo's published CRTC is one more row and the peer of the serial
-//! cross-check.
+//! cross-check; `--upstream-rows all` adds every indexer of 1.6.1 a router
+//! would pick and crtc's gates inside upstream's pool, at 1 and 4 event
+//! threads.
 
 pub mod budget;
 pub mod checks;
@@ -41,12 +43,12 @@ pub use checks::check_upstream;
 pub use options::{
     features, load_workload, trace_timeline, validate, CompareError, CompareOptions, Mode, Source,
     DEFAULT_CHECK_LIMIT, DEFAULT_RATE, DEFAULT_SCALE, DEFAULT_SEED, DEFAULT_WINDOW,
-    MAX_SWEEP_STEPS, MAX_WORKERS, UPSTREAM_MISSING,
+    MAX_SWEEP_STEPS, MAX_WORKERS, UPSTREAM_MISSING, UPSTREAM_ROWS_MISSING,
 };
 pub use output::report::{Report, Row, REPORT_KEYS, ROW_KEYS};
 pub use output::{paper, plots};
 pub use registry::{
     configurations, gates, serial_trees, Build, BuildSerial, Configuration, Gate, ReadPath,
-    RetryCounters,
+    RetryCounters, Setup, UpstreamRows,
 };
 pub use run::run;

@@ -3,6 +3,7 @@
 //! model, or a recorded event stream), loaded once per run.
 
 use crate::compare::measurement::measure::online_cores;
+use crate::compare::registry::UpstreamRows;
 use crtc_verification::workload::expand::{self, Timeline, TraceShape};
 use crtc_verification::workload::presets::{self, agentx_placement};
 use crtc_verification::workload::{
@@ -130,8 +131,11 @@ pub struct CompareOptions {
     /// medians with their range (`output::repeat`).
     pub repeat: usize,
     /// Only the configurations of these strategies (gate names,
-    /// "global-lock", the upstream row's name); `None`: all.
+    /// "global-lock", the upstream rows' names); `None`: all.
     pub strategies: Option<Vec<String>>,
+    /// Which upstream rows (feature `upstream`): the one `upstream-1.6.1`
+    /// row, or every indexer a dynamo user picks (`--upstream-rows all`).
+    pub upstream_rows: UpstreamRows,
     /// Upstream's trace shaping flags (traces only; the default shape keeps
     /// the trace as it is, in file order).
     pub shape: TraceShape,
@@ -188,6 +192,7 @@ impl Default for CompareOptions {
             oversubscribe: false,
             repeat: 1,
             strategies: None,
+            upstream_rows: UpstreamRows::Default,
             shape: TraceShape::default(),
             windows: None,
             sweep: false,
@@ -219,6 +224,10 @@ impl From<String> for CompareError {
 /// Why `--check-upstream` fails in a build without feature `upstream`.
 pub const UPSTREAM_MISSING: &str =
     "--check-upstream needs the upstream crate: rebuild with `--features upstream`";
+
+/// Why `--upstream-rows all` fails in a build without feature `upstream`.
+pub const UPSTREAM_ROWS_MISSING: &str =
+    "--upstream-rows all needs the upstream crate: rebuild with `--features upstream`";
 
 fn file_error(path: &Path, error: ParseError) -> CompareError {
     match error {
@@ -358,11 +367,11 @@ fn validate_windows(options: &CompareOptions) -> Result<(), CompareError> {
     Ok(())
 }
 
-fn validate_strategies(names: Option<&[String]>) -> Result<(), CompareError> {
-    let Some(names) = names else {
+fn validate_strategies(options: &CompareOptions) -> Result<(), CompareError> {
+    let Some(names) = options.strategies.as_deref() else {
         return Ok(());
     };
-    let known = crate::compare::registry::strategy_names();
+    let known = crate::compare::registry::strategy_names(options.upstream_rows);
     let unknown: Vec<&String> = names
         .iter()
         .filter(|n| !known.contains(&n.as_str()))
@@ -372,6 +381,27 @@ fn validate_strategies(names: Option<&[String]>) -> Result<(), CompareError> {
             "--strategies: unknown or missing strategy names {unknown:?}; this build has {}",
             known.join(", ")
         )));
+    }
+    Ok(())
+}
+
+/// `--upstream-rows all` needs the upstream crate, and runs capacity mode
+/// only: the branch-sharded indexer's shards count the pieces of a split
+/// event, so its live applied count (keep-up backlogs, windowed replays)
+/// would not be events.
+fn validate_upstream_rows(options: &CompareOptions) -> Result<(), CompareError> {
+    if options.upstream_rows == UpstreamRows::Default {
+        return Ok(());
+    }
+    if !cfg!(feature = "upstream") {
+        return Err(CompareError(UPSTREAM_ROWS_MISSING.to_owned()));
+    }
+    if options.mode != Mode::Capacity || options.windows.is_some() {
+        return Err(CompareError(
+            "--upstream-rows all runs in capacity mode only (no --mode keepup/both, \
+             --benchmark-duration-ms or --sweep)"
+                .to_owned(),
+        ));
     }
     Ok(())
 }
@@ -409,7 +439,8 @@ pub fn validate(options: &CompareOptions) -> Result<(), CompareError> {
     if !(1..=MAX_REPEAT).contains(&options.repeat) {
         return bad("--repeat must be between 1 and 50");
     }
-    validate_strategies(options.strategies.as_deref())?;
+    validate_upstream_rows(options)?;
+    validate_strategies(options)?;
     validate_shape(options)?;
     validate_windows(options)?;
     if let (Some((busy, cores)), false) = (

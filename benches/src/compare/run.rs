@@ -2,9 +2,11 @@
 //! lookups, replay it through the reference model once, then for every row
 //! build a fresh backend, measure it (capacity and/or keep-up, with the
 //! seqlock retry counters read around the run), time the same lookups on
-//! the drained final tree with no writer, and score every distinct lookup
-//! against the model. Correctness failures are listed in the report; they do
-//! not stop the run.
+//! the drained final tree with no writer (their latency and lookups/s),
+//! score every distinct lookup against the model, and count the index's
+//! heap swept and unswept (`measurement::heap`). Correctness failures are
+//! listed in the report; they do not stop the run. An approximate index's
+//! differences from the model are reported in its row, not as failures.
 
 use crate::compare::checks::crosscheck::CrossCheck;
 use crate::compare::checks::oracle::{self, Oracle, Verdicts};
@@ -53,11 +55,13 @@ fn ratio(numerator: u64, denominator: u64) -> Option<f64> {
 /// A row with the figures common to both modes filled from `stats`;
 /// `memberships` is the model's (rank, block) count for the final state.
 fn base_row(
+    cx: &Context<'_>,
     config: &Configuration,
     mode: &str,
     stats: &BackendStats,
     memberships: Option<u64>,
 ) -> Row {
+    let threads = config.threads.unwrap_or(cx.options.lanes);
     let bytes_per = |count: u64| ratio(stats.footprint? as u64, count);
     Row {
         strategy: config.strategy.to_owned(),
@@ -82,11 +86,13 @@ fn base_row(
         update_p99_ns: None,
         backlog_at_end: None,
         bytes_per_membership: None,
+        unswept_bytes_per_membership: None,
         footprint_bytes_per_membership: memberships.and_then(bytes_per),
         overcounts: None,
         undercounts: None,
         read_only_p50_ns: None,
         read_only_p99_ns: None,
+        read_only_lookups_per_s: None,
         restarts_per_read: None,
         fallbacks: None,
         read_path: config.read_path.name().to_owned(),
@@ -104,6 +110,9 @@ fn base_row(
         read_samples: 0,
         repeats: 1,
         spread: BTreeMap::new(),
+        event_threads: config.threads,
+        oversubscribed: threads + cx.options.readers > cx.cores,
+        approximate: !config.exact,
     }
 }
 
@@ -136,28 +145,78 @@ impl Retries {
 
 struct Context<'a> {
     options: &'a CompareOptions,
+    /// The machine's cores (a row whose threads and readers exceed them is
+    /// marked oversubscribed).
+    cores: usize,
     plan: &'a Plan,
     oracle: Option<&'a Oracle>,
     schedule: keepup::Schedule,
     /// (rank, block) pairs held after the writes of the keep-up window.
     keepup_memberships: Option<u64>,
+    /// The plan with upstream's sequence hashes, for the rows that need
+    /// them (`Configuration::upstream_hashes`; capacity mode only).
+    upstream_plan: Option<&'a Plan>,
+}
+
+impl Context<'_> {
+    /// The plan `config` replays.
+    fn plan_for(&self, config: &Configuration) -> &Plan {
+        match (config.upstream_hashes, self.upstream_plan) {
+            (true, Some(plan)) => plan,
+            _ => self.plan,
+        }
+    }
+}
+
+/// The plan in upstream's sequence hashes, when a selected row needs it.
+fn upstream_plan(options: &CompareOptions, plan: &Plan) -> Option<Plan> {
+    let configs = selected_configurations(options.upstream_rows, options.strategies.as_deref());
+    if !configs.iter().any(|c| c.upstream_hashes) {
+        return None;
+    }
+    #[cfg(feature = "upstream")]
+    return Some(crate::compare::subjects::dynamo::upstream_hashed(plan));
+    #[cfg(not(feature = "upstream"))]
+    {
+        let _ = plan;
+        None
+    }
+}
+
+/// Heap bytes per membership of `config`'s index, swept and unswept (one
+/// count for an index that prunes on removal).
+fn heap_per_membership(
+    cx: &Context<'_>,
+    config: &Configuration,
+    memberships: Option<u64>,
+) -> (Option<f64>, Option<f64>) {
+    let lanes = cx.options.lanes;
+    let per = |bytes: Option<u64>| bytes.zip(memberships).and_then(|(b, m)| ratio(b, m));
+    let plan = cx.plan_for(config);
+    let swept = heap::index_bytes(|| config.backend(lanes, true), plan, true);
+    let unswept = match config.sweeps {
+        true => heap::index_bytes(|| config.backend(lanes, false), plan, false),
+        false => swept,
+    };
+    (per(swept), per(unswept))
 }
 
 fn capacity_row(cx: &Context<'_>, config: &Configuration) -> Result<(Row, Verdicts), CompareError> {
-    let backend = (config.build)(cx.options.lanes, config.fast_path.unwrap_or(false));
+    let backend = config.backend(cx.options.lanes, true);
     let bar = progress_bar(cx.options.progress, format!("{} capacity", config.label()));
     let retries = Retries::start(config);
-    let mut run = capacity::run(Arc::clone(&backend), cx.plan, cx.options.readers, &bar)?;
+    let plan = cx.plan_for(config);
+    let mut run = capacity::run(Arc::clone(&backend), plan, cx.options.readers, &bar)?;
     let (restarts_per_read, fallbacks) = retries.finish(run.lookups);
     bar.finish_and_clear();
-    let mut quiet = capacity::read_only(&backend, cx.plan, cx.options.readers, run.lookups)?;
+    let mut quiet = capacity::read_only(&backend, plan, cx.options.readers, run.lookups)?;
     let verdicts = cx.oracle.map(|o| o.check(&*backend)).unwrap_or_default();
     drop(backend);
-    let fast_path = config.fast_path.unwrap_or(false);
-    let heap_bytes = heap::index_bytes(|| (config.build)(cx.options.lanes, fast_path), cx.plan);
     let memberships = cx.oracle.map(Oracle::memberships);
+    let (swept, unswept) = heap_per_membership(cx, config, memberships);
     let (p50, p99) = measure::p50_p99(&mut run.reads);
-    let (quiet_p50, quiet_p99) = measure::p50_p99(&mut quiet);
+    let read_only_lookups_per_s = quiet.lookups_per_s();
+    let (quiet_p50, quiet_p99) = measure::p50_p99(&mut quiet.reads);
     let row = Row {
         events: cx.plan.events,
         blocks: cx.plan.blocks,
@@ -170,19 +229,21 @@ fn capacity_row(cx: &Context<'_>, config: &Configuration) -> Result<(Row, Verdic
         hole_undercounts: cx.oracle.map(|_| verdicts.hole_undercounts),
         read_only_p50_ns: quiet_p50,
         read_only_p99_ns: quiet_p99,
+        read_only_lookups_per_s,
         restarts_per_read,
         fallbacks,
         lookups: run.lookups,
         elapsed_s: run.elapsed.as_secs_f64(),
         read_samples: run.reads.len(),
-        bytes_per_membership: heap_bytes.zip(memberships).and_then(|(b, m)| ratio(b, m)),
-        ..base_row(config, "capacity", &run.stats, memberships)
+        bytes_per_membership: swept,
+        unswept_bytes_per_membership: unswept,
+        ..base_row(cx, config, "capacity", &run.stats, memberships)
     };
     Ok((row, verdicts))
 }
 
 fn keepup_row(cx: &Context<'_>, config: &Configuration) -> Result<Row, CompareError> {
-    let backend = (config.build)(cx.options.lanes, config.fast_path.unwrap_or(false));
+    let backend = config.backend(cx.options.lanes, true);
     let bar = progress_bar(cx.options.progress, format!("{} keep-up", config.label()));
     let retries = Retries::start(config);
     let mut run = keepup::run(
@@ -220,7 +281,7 @@ fn keepup_row(cx: &Context<'_>, config: &Configuration) -> Result<Row, CompareEr
         lookups,
         elapsed_s: span.as_secs_f64(),
         read_samples: run.reads.len(),
-        ..base_row(config, "keepup", &run.stats, cx.keepup_memberships)
+        ..base_row(cx, config, "keepup", &run.stats, cx.keepup_memberships)
     })
 }
 
@@ -312,7 +373,7 @@ fn measure_repeats(
     failures: &mut Vec<String>,
 ) -> Result<Vec<Vec<Row>>, CompareError> {
     let options = cx.options;
-    let configs = selected_configurations(options.strategies.as_deref());
+    let configs = selected_configurations(options.upstream_rows, options.strategies.as_deref());
     let mut measured: Vec<Vec<Row>> = Vec::new();
     for repeat in 0..options.repeat {
         let tag = |failure: String| match options.repeat {
@@ -324,7 +385,7 @@ fn measure_repeats(
             if options.mode.capacity() {
                 let (row, verdicts) = capacity_row(cx, config)?;
                 failures.extend(unmodelled_refusals(&row).map(tag));
-                if verdicts.failed(strict) {
+                if config.exact && verdicts.failed(strict) {
                     failures.push(tag(failure(&row, &verdicts, strict)));
                 }
                 rows.push(row);
@@ -394,13 +455,16 @@ pub fn run(options: &CompareOptions) -> Result<Report, CompareError> {
         window: options.window,
     };
     let writes = schedule.writes_in_window(plan.ops.len());
+    let rehashed = upstream_plan(options, &plan);
     let cx = Context {
         options,
+        cores: machine.cores,
         plan: &plan,
         oracle: oracle.as_ref(),
         schedule,
         keepup_memberships: (options.mode.keepup())
             .then(|| oracle::memberships_after(&plan.ops[..writes])),
+        upstream_plan: rehashed.as_ref(),
     };
     let mut failures: Vec<String> = upstream_check.iter().filter_map(upstream_failure).collect();
     let measured = measure_repeats(&cx, info.strict, &mut failures)?;

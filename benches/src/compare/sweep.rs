@@ -172,7 +172,7 @@ fn shape_settings(options: &CompareOptions, workers: usize, capacity: usize) -> 
 /// The rows a sweep measures: each strategy once, fast path on where it
 /// has a switch.
 fn sweep_configurations(options: &CompareOptions) -> Vec<Configuration> {
-    selected_configurations(options.strategies.as_deref())
+    selected_configurations(options.upstream_rows, options.strategies.as_deref())
         .into_iter()
         .filter(|c| c.fast_path != Some(false))
         .collect()
@@ -186,7 +186,7 @@ struct Cell<'a> {
 }
 
 fn measure(cell: &Cell<'_>, config: &Configuration, window_ms: u64) -> Result<SweepRow, String> {
-    let backend = (config.build)(cell.options.lanes, config.fast_path.unwrap_or(false));
+    let backend = config.backend(cell.options.lanes, true);
     let setup = WindowSetup {
         window: Duration::from_millis(window_ms),
         readers: cell.options.readers,

@@ -306,6 +306,17 @@ fn older_cases_2(v: &FlagVars) -> Vec<FlagCase> {
             "--repeat must be between 1 and 50",
         ),
         case(&["compare", "--repeat", "two"], 2, "invalid value 'two'"),
+        // Without feature upstream: it needs the crate; with it: capacity only.
+        case(
+            &["compare", "--upstream-rows", "all", "--mode", "keepup"],
+            2,
+            "--upstream-rows all",
+        ),
+        case(
+            &["compare", "--upstream-rows", "some"],
+            2,
+            "invalid value 'some'",
+        ),
         case(
             &["compare", "--strategies", "rwlock,bogus"],
             2,

@@ -187,17 +187,18 @@ pub const READ_ONLY_TIME: Duration = Duration::from_secs(2);
 /// on the drained final tree with no writer running. Together they take
 /// `lookups` timings, clamped to at least one pass and [`READ_ONLY_MIN`]
 /// and at most [`READ_ONLY_MAX`], and each stops early at
-/// [`READ_ONLY_TIME`]. Returns the timings (ns), unsorted; empty when there
-/// are no readers or no lookups.
+/// [`READ_ONLY_TIME`]. Returns the timings (ns), unsorted, and the pass's
+/// wall time from the common start to the last reader's end; no timings
+/// when there are no readers or no lookups.
 pub fn read_only(
     backend: &Arc<dyn Backend>,
     plan: &Plan,
     readers: usize,
     lookups: u64,
-) -> Result<Vec<u64>, String> {
+) -> Result<ReadOnly, String> {
     let queries = &plan.queries;
     if readers == 0 || queries.is_empty() {
-        return Ok(Vec::new());
+        return Ok(ReadOnly::default());
     }
     let total = lookups
         .max(queries.len() as u64)
@@ -220,5 +221,27 @@ pub fn read_only(
             })
         })
         .collect::<Result<Vec<_>, String>>()?;
-    join_all(handles)
+    let reads = join_all(handles)?;
+    Ok(ReadOnly {
+        reads,
+        elapsed: Instant::now().saturating_duration_since(start),
+    })
+}
+
+/// What a read-only pass measured.
+#[derive(Debug, Default)]
+pub struct ReadOnly {
+    /// Every timing (ns), unsorted.
+    pub reads: Vec<u64>,
+    /// Common start to the last reader's end.
+    pub elapsed: Duration,
+}
+
+impl ReadOnly {
+    /// Lookups per second over the pass, all readers together (`None`
+    /// without timings).
+    pub fn lookups_per_s(&self) -> Option<f64> {
+        let s = self.elapsed.as_secs_f64();
+        (!self.reads.is_empty() && s > 0.0).then(|| self.reads.len() as f64 / s)
+    }
 }

@@ -10,16 +10,36 @@
 //! total and subtracts each deallocation's. Counting is off during every
 //! timed phase (the switch is one Relaxed load per call, so the timed rows
 //! pay no shared write), and on only in [`index_bytes`]: build the row's
-//! index empty and drain it, read the total, replay every write of the stream, drain
-//! (which also sweeps and collects what the reclaimer can free), read the
+//! index empty and drain it, read the total, replay every write of the stream, drain,
+//! for the swept count run the index's own cleanup path
+//! (`Backend::sweep`: crtc's forced stale-leaf sweep, which also collects
+//! what the reclaimer can free; upstream's public cleanup task), read the
 //! total again (each write is cloned inside the count, so what the lane
 //! frees of it nets to zero). The difference is every heap byte the index holds for the
 //! stream, whatever structure holds it — nodes, edges, coverage, cutoffs,
 //! edge indexes, lane lookup entries, slot tables, child maps — and, for the
 //! epoch gates, memory retired and not yet freed when the drain ends. The
-//! same replay measures upstream's index through its public API, so its row
-//! has a number too; what it allocates per index, not per event (its
-//! runtime, its channels), is in the empty build and not counted.
+//! same replay measures upstream's indexes through their public API, so
+//! their rows have numbers too; what an index allocates per index, not per
+//! event (its runtime, its channels), is in the empty build and not counted.
+//!
+//! Swept and unswept. Each row is counted both ways and the two are
+//! reported apart, so a ratio pairs like with like: swept (the cleanup path
+//! above after the drain) and unswept (no cleanup call, and the index built
+//! with its own sweep scheduling off where it can be: crtc's
+//! `SweepPolicy::disabled`; upstream's five-minute cleanup task never comes
+//! due within a run). An index that prunes on removal (the global-lock
+//! baseline, upstream's `RadixTree` and positional index) is counted once,
+//! its two figures the same.
+//!
+//! Queues. The replay drains the index every [`DRAIN_EVERY`] writes: a lane
+//! queue keeps the largest buffer it ever grew to, so a replay that let the
+//! backlog grow with the stream would count a buffer sized by how far the
+//! lanes fell behind in that run (seen: the same upstream configuration
+//! counted at 271 and 479 bytes per membership in one run on chat), not by
+//! what the index holds. Draining every 1,024 writes still left a spread
+//! (upstream's pool 69.5–76.0, `KvIndexer` 24.2–61.5 over five repeats on
+//! chat); every 64, the five repeats agree within 0.5.
 //!
 //! What the count misses: memory freed during the replay and allocated
 //! again by another thread between the two reads is counted at its final
@@ -125,10 +145,18 @@ pub fn installed() -> bool {
     bytes != 0
 }
 
+/// Writes between two drains of the counted replay (module docs).
+pub const DRAIN_EVERY: usize = 64;
+
 /// Heap bytes the index of `build` holds after every write of `plan`,
-/// above what the same index holds empty (see the module docs); `None`
-/// outside the `crtc` binary.
-pub fn index_bytes(build: impl FnOnce() -> Arc<dyn Backend>, plan: &Plan) -> Option<u64> {
+/// above what the same index holds empty, with its cleanup path run after
+/// the drain when `swept` (see the module docs); `None` outside the `crtc`
+/// binary.
+pub fn index_bytes(
+    build: impl FnOnce() -> Arc<dyn Backend>,
+    plan: &Plan,
+    swept: bool,
+) -> Option<u64> {
     if !installed() {
         return None;
     }
@@ -140,11 +168,16 @@ pub fn index_bytes(build: impl FnOnce() -> Arc<dyn Backend>, plan: &Plan) -> Opt
     let (_, filled) = counted(|| {
         // Each write is cloned inside the count, so the event the lane
         // consumes and frees was counted when it was made: net zero.
-        for op in &plan.ops {
+        for (i, op) in plan.ops.iter().enumerate() {
             issue(&*backend, op.clone());
+            if (i + 1) % DRAIN_EVERY == 0 {
+                backend.flush();
+            }
         }
         backend.flush();
-        std::hint::black_box(backend.stats());
+        if swept {
+            backend.sweep();
+        }
     });
     drop(backend);
     Some(filled.max(0) as u64)

@@ -39,7 +39,7 @@ macro_rules! int_median {
 }
 
 /// Every figure reported as a median.
-fn medians() -> [Median; 14] {
+fn medians() -> [Median; 16] {
     [
         float_median!(events_per_s),
         float_median!(block_ops_per_s),
@@ -51,9 +51,11 @@ fn medians() -> [Median; 14] {
         int_median!(update_p99_ns),
         int_median!(backlog_at_end),
         float_median!(bytes_per_membership),
+        float_median!(unswept_bytes_per_membership),
         float_median!(footprint_bytes_per_membership),
         int_median!(read_only_p50_ns),
         int_median!(read_only_p99_ns),
+        float_median!(read_only_lookups_per_s),
         float_median!(restarts_per_read),
     ]
 }
@@ -153,8 +155,11 @@ pub struct RatioSummary {
 
 /// The ratios the report summarises, each within one repeat: per gate fast
 /// over general events/s; per row events/s over the global-lock row's; per
-/// row lane CPU per event and events/s over the upstream row's. `repeats[r]` holds repeat
-/// `r`'s rows (capacity rows only are compared).
+/// row lane CPU per event, events/s and heap per membership over the
+/// upstream row's, heap swept against upstream swept and unswept against
+/// upstream unswept (each ratio's name says which pair it divides); rows
+/// with fixed event threads are left out. `repeats[r]` holds repeat `r`'s
+/// rows (capacity rows only are compared).
 pub fn ratios(repeats: &[Vec<Row>], upstream: &str) -> Vec<RatioSummary> {
     let mut values: Vec<(String, Vec<f64>)> = Vec::new();
     for rows in repeats {
@@ -186,7 +191,7 @@ fn repeat_ratios(rows: &[Row], upstream: &str) -> Vec<(String, f64)> {
     let find = |strategy: &str, fast: Option<bool>| {
         capacity
             .iter()
-            .find(|r| r.strategy == strategy && r.fast_path == fast)
+            .find(|r| r.strategy == strategy && r.fast_path == fast && r.event_threads.is_none())
     };
     let divide = |a: Option<f64>, b: Option<f64>| match (a, b) {
         (Some(a), Some(b)) if b > 0.0 => Some(a / b),
@@ -199,7 +204,9 @@ fn repeat_ratios(rows: &[Row], upstream: &str) -> Vec<(String, f64)> {
             out.extend(ratio.map(|v| (format!("{} fast/general events/s", row.strategy), v)));
         }
     }
-    for row in &capacity {
+    // Rows with fixed event threads (`--upstream-rows all`) are compared
+    // in the tables only.
+    for row in capacity.iter().filter(|r| r.event_threads.is_none()) {
         if let Some(base) = find("global-lock", None).filter(|b| b.strategy != row.strategy) {
             let ratio = divide(row.events_per_s, base.events_per_s);
             out.extend(ratio.map(|v| (format!("{} events/s vs global-lock", row.label()), v)));
@@ -209,9 +216,36 @@ fn repeat_ratios(rows: &[Row], upstream: &str) -> Vec<(String, f64)> {
             out.extend(ratio.map(|v| (format!("{} lane CPU/event vs {upstream}", row.label()), v)));
             let ratio = divide(row.events_per_s, up.events_per_s);
             out.extend(ratio.map(|v| (format!("{} events/s vs {upstream}", row.label()), v)));
+            out.extend(heap_ratios(row, up, upstream));
         }
     }
     out
+}
+
+/// `row`'s heap per membership over upstream's, like with like: swept over
+/// swept, unswept over unswept.
+fn heap_ratios(row: &Row, up: &Row, upstream: &str) -> Vec<(String, f64)> {
+    let pairs = [
+        ("swept", row.bytes_per_membership, up.bytes_per_membership),
+        (
+            "unswept",
+            row.unswept_bytes_per_membership,
+            up.unswept_bytes_per_membership,
+        ),
+    ];
+    pairs
+        .into_iter()
+        .filter_map(|(kind, ours, theirs)| match (ours, theirs) {
+            (Some(a), Some(b)) if b > 0.0 => Some((
+                format!(
+                    "{} heap/membership {kind} vs {upstream} {kind}",
+                    row.label()
+                ),
+                a / b,
+            )),
+            _ => None,
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -5,13 +5,14 @@ use crate::compare::checks::crosscheck::CrossCheck;
 use crate::compare::measurement::measure::{CpuClock, Machine};
 use crate::compare::output::provenance::Provenance;
 use crate::compare::output::repeat::RatioSummary;
+use crate::compare::registry::threaded;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// Every key a JSON row carries (the schema of `--json`; extra diagnostic
 /// keys follow these).
-pub const ROW_KEYS: [&str; 25] = [
+pub const ROW_KEYS: [&str; 30] = [
     "rejected",
     "repeats",
     "spread",
@@ -37,6 +38,11 @@ pub const ROW_KEYS: [&str; 25] = [
     "read_only_p99_ns",
     "restarts_per_read",
     "fallbacks",
+    "unswept_bytes_per_membership",
+    "read_only_lookups_per_s",
+    "event_threads",
+    "oversubscribed",
+    "approximate",
 ];
 
 /// Every top-level key of the `--json` document.
@@ -88,11 +94,15 @@ pub struct Row {
     /// Events enqueued but not applied when the window closed (keep-up).
     pub backlog_at_end: Option<u64>,
     /// Heap bytes the index holds per (rank, block) membership at the end of
-    /// the stream, counted by the global allocator in an untimed replay
-    /// (`measurement::heap`; the model's membership count, the same
-    /// denominator for every row). `None` where the allocator is not
-    /// installed or the stream has no model.
+    /// the stream after its own cleanup path ran (swept), counted by the
+    /// global allocator in an untimed replay (`measurement::heap`; the
+    /// model's membership count, the same denominator for every row).
+    /// `None` where the allocator is not installed or the stream has no
+    /// model.
     pub bytes_per_membership: Option<f64>,
+    /// The same count with no cleanup run and the index's own sweep
+    /// scheduling off where it can be (unswept; `measurement::heap`).
+    pub unswept_bytes_per_membership: Option<f64>,
     /// The index's own estimate of its node bytes (`footprint`) per
     /// membership: nodes, edges and coverage, without lane lookups, slot
     /// tables or retired memory (`None` for upstream, which has none).
@@ -107,6 +117,9 @@ pub struct Row {
     /// find_matches 99th percentile on the drained final tree with no
     /// writer (capacity).
     pub read_only_p99_ns: Option<u64>,
+    /// Lookups per second on the drained final tree with no writer, all
+    /// readers together (capacity; `None` without readers).
+    pub read_only_lookups_per_s: Option<f64>,
     /// Read retries per lookup during the run (gate rows, from
     /// `ShapeGate::read_counters`: a process-wide counter delta over the
     /// readers' lookups; 0 for gates whose readers never retry).
@@ -139,12 +152,34 @@ pub struct Row {
     /// Per figure reported as a median over the repeats, its range
     /// `[min, max]` (empty for a single run; `output::repeat`).
     pub spread: BTreeMap<String, [f64; 2]>,
+    /// Event threads fixed by the row (`None`: `settings.lanes`).
+    pub event_threads: Option<usize>,
+    /// The row's event threads plus the readers exceed the machine's cores:
+    /// its latencies include preemption.
+    pub oversubscribed: bool,
+    /// An approximate index: its differences from the reference model are
+    /// reported, not failures.
+    pub approximate: bool,
 }
 
 impl Row {
-    /// "rwlock fast", "rwlock general" or "global-lock".
+    /// "rwlock fast", "rwlock general", "global-lock", or with fixed event
+    /// threads "upstream-pool-crtc ×4".
     pub fn label(&self) -> String {
-        label(&self.strategy, self.fast_path)
+        threaded(label(&self.strategy, self.fast_path), self.event_threads)
+    }
+
+    /// The strategy column: the name, its fixed event threads, and whether
+    /// those oversubscribe the cores or the index is approximate.
+    fn name(&self) -> String {
+        let mut name = threaded(self.strategy.clone(), self.event_threads);
+        if self.oversubscribed && self.event_threads.is_some() {
+            name.push_str(" OVERSUBSCRIBED");
+        }
+        if self.approximate {
+            name.push_str(" (approximate)");
+        }
+        name
     }
 }
 
@@ -235,6 +270,9 @@ pub struct Report {
 /// What the tables' units and columns mean.
 pub const LEGEND: &str = "times in ns; read = find_matches service time during the run; \
 read-only = the same lookups on the drained final tree with no writer; \
+B/membership: heap per (rank, block) membership, swept = after the index's own cleanup path, \
+unswept = no cleanup and crtc's sweep policy off (equal for indexes that prune on removal); \
+×N: the row's fixed event threads (OVERSUBSCRIBED: they and the readers exceed the cores); \
 restarts/read and fallbacks: lookups' retries over the run, as each gate reports them \
 (seqlock: optimistic restarts and writer-lock fallbacks; epoch: reads re-run under the node \
 mutex, no restarts; rwlock: none, its readers lock; writers' plans counted apart)";
@@ -440,7 +478,8 @@ impl Report {
             "fast-path hit %",
             "read p50",
             "read p99",
-            "bytes/membership",
+            "B/membership swept",
+            "unswept",
             "overcounts",
             "undercounts",
             "rejected",
@@ -450,7 +489,7 @@ impl Report {
             .iter()
             .map(|r| {
                 vec![
-                    r.strategy.clone(),
+                    r.name(),
                     on_off(r.fast_path).to_owned(),
                     r.mode.clone(),
                     r.events.to_string(),
@@ -461,6 +500,7 @@ impl Report {
                     int(r.read_p50_ns),
                     int(r.read_p99_ns),
                     float(r.bytes_per_membership, 1),
+                    float(r.unswept_bytes_per_membership, 1),
                     int(r.overcounts),
                     int(r.undercounts),
                     rejected(&r.rejected),
@@ -485,6 +525,7 @@ impl Report {
                     int(r.read_p99_ns),
                     int(r.read_only_p50_ns),
                     int(r.read_only_p99_ns),
+                    rate(r.read_only_lookups_per_s),
                     float(p99_ratio(r), 2),
                     float(r.restarts_per_read, 4),
                     int(r.fallbacks),
@@ -498,6 +539,7 @@ impl Report {
             "run p99",
             "read-only p50",
             "read-only p99",
+            "read-only lookups/s",
             "p99 run/read-only",
             "restarts/read",
             "fallbacks",
@@ -540,7 +582,9 @@ impl Report {
             ("cpu ns/event", "cpu_ns_per_event", 0),
             ("read p50", "read_p50_ns", 0),
             ("read p99", "read_p99_ns", 0),
-            ("bytes/membership", "bytes_per_membership", 1),
+            ("B/membership swept", "bytes_per_membership", 1),
+            ("unswept", "unswept_bytes_per_membership", 1),
+            ("read-only lookups/s", "read_only_lookups_per_s", 0),
             ("update p99", "update_p99_ns", 0),
         ];
         let range = |row: &Row, key: &str, digits: usize| {
@@ -623,11 +667,13 @@ pub(crate) mod tests {
             update_p99_ns: (mode == "keepup").then_some(90_000),
             backlog_at_end: (mode == "keepup").then_some(3),
             bytes_per_membership: Some(31.25),
+            unswept_bytes_per_membership: Some(40.5),
             footprint_bytes_per_membership: Some(20.5),
             overcounts: (mode == "capacity").then_some(0),
             undercounts: (mode == "capacity").then_some(0),
             read_only_p50_ns: (mode == "capacity").then_some(700),
             read_only_p99_ns: (mode == "capacity").then_some(1600),
+            read_only_lookups_per_s: (mode == "capacity").then_some(1.2e6),
             restarts_per_read: (strategy == "seqlock").then_some(0.01),
             fallbacks: (strategy == "seqlock").then_some(2),
             read_path: "lock".to_owned(),
@@ -642,6 +688,9 @@ pub(crate) mod tests {
             read_samples: 1,
             repeats: 1,
             spread: BTreeMap::new(),
+            event_threads: None,
+            oversubscribed: false,
+            approximate: false,
         }
     }
 

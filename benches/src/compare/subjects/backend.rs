@@ -7,9 +7,10 @@
 //! [`crate::compare::subjects::baseline::GlobalLockIndexer`].
 
 use crate::compare::measurement::measure::{nanos, CpuClock, ThreadCpu};
+use crate::compare::registry::Setup;
 use crtc::types::{LocalBlockHash, OverlapScores, RouterEvent, WorkerId};
 use crtc::{Indexer, IndexerConfig};
-use crtc::{LaneCounters, Refusal, TreeConfig};
+use crtc::{LaneCounters, Refusal, SweepPolicy, TreeConfig};
 use crtc_strategies::sync::Arc;
 use crtc_strategies::{AppendMiss, ShapeGate};
 use std::time::Instant;
@@ -49,6 +50,10 @@ pub trait Backend: Send + Sync {
     fn remove_worker(&self, worker: WorkerId);
     /// Waits until every event enqueued before the call is applied.
     fn flush(&self);
+    /// Unlinks the index's dead nodes through its own cleanup path (call
+    /// after a flush). Indexes that prune on removal keep this default,
+    /// which does nothing.
+    fn sweep(&self) {}
     /// Scores every rank against `query` on the caller's thread.
     fn find_matches(&self, query: &[LocalBlockHash]) -> OverlapScores;
     /// Times one lookup on the caller's thread, in nanoseconds: the index's
@@ -69,6 +74,22 @@ pub trait Backend: Send + Sync {
     fn stats(&self) -> BackendStats;
 }
 
+/// How often [`sweep_until_done`] retries a sweep that another one is
+/// running.
+const SWEEP_ATTEMPTS: usize = 100;
+
+/// Calls `attempt` (one forced sweep of a crtc tree, `true` once it ran)
+/// until it runs, waiting a millisecond between tries, at most
+/// [`SWEEP_ATTEMPTS`] times.
+pub fn sweep_until_done(attempt: impl Fn() -> bool) {
+    for _ in 0..SWEEP_ATTEMPTS {
+        if attempt() {
+            return;
+        }
+        crtc_strategies::sync::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
 /// The crate's [`Indexer`] over gate `G`.
 pub struct IndexerBackend<G: ShapeGate> {
     indexer: Indexer<G>,
@@ -76,21 +97,33 @@ pub struct IndexerBackend<G: ShapeGate> {
     cpu: ThreadCpu,
 }
 
-/// How often [`Backend::stats`] retries a sweep that another one is
-/// running.
-const SWEEP_ATTEMPTS: usize = 100;
-
 /// Name prefix of the indexer's lane threads (set in `Indexer::new`).
 const LANE_THREAD_PREFIX: &str = "crtc-lane-";
 
 impl<G: ShapeGate> IndexerBackend<G> {
-    /// An indexer with `lanes` lane threads and the fast path on or off.
+    /// An indexer with `lanes` lane threads, the fast path on or off, and
+    /// the tree's default sweep policy.
     pub fn new(lanes: usize, fast_path: bool) -> Self {
+        Self::with_setup(Setup {
+            lanes,
+            fast_path,
+            sweeping: true,
+        })
+    }
+
+    /// An indexer with `setup.lanes` lane threads, the fast path on or off,
+    /// and the tree's sweep policy the default or, without `sweeping`,
+    /// disabled.
+    pub fn with_setup(setup: Setup) -> Self {
         let cpu = ThreadCpu::start();
         let config = IndexerConfig {
-            lanes: lanes.max(1),
+            lanes: setup.lanes.max(1),
             tree: TreeConfig {
-                fast_path,
+                fast_path: setup.fast_path,
+                sweep: match setup.sweeping {
+                    true => SweepPolicy::default(),
+                    false => SweepPolicy::disabled(),
+                },
                 ..TreeConfig::default()
             },
         };
@@ -122,6 +155,10 @@ impl<G: ShapeGate> Backend for IndexerBackend<G> {
         self.indexer.flush();
     }
 
+    fn sweep(&self) {
+        sweep_until_done(|| self.indexer.sweep_stale().is_some());
+    }
+
     fn find_matches(&self, query: &[LocalBlockHash]) -> OverlapScores {
         self.indexer.find_matches(query)
     }
@@ -132,15 +169,11 @@ impl<G: ShapeGate> Backend for IndexerBackend<G> {
 
     fn stats(&self) -> BackendStats {
         let (cpu_ns, cpu_clock) = self.cpu.read(LANE_THREAD_PREFIX);
-        // Memory is read after one complete stale-leaf sweep (C8): otherwise
-        // it depends on when the volume/timer trigger last swept, and the
-        // global-lock baseline, which prunes eagerly, would not compare.
-        for _ in 0..SWEEP_ATTEMPTS {
-            if self.indexer.sweep_stale().is_some() {
-                break;
-            }
-            crtc_strategies::sync::thread::sleep(std::time::Duration::from_millis(1));
-        }
+        // The footprint is read after one complete stale-leaf sweep (C8):
+        // otherwise it depends on when the volume/timer trigger last swept,
+        // and the global-lock baseline, which prunes eagerly, would not
+        // compare.
+        self.sweep();
         let tree = self.indexer.tree();
         BackendStats {
             applied: self.applied(),

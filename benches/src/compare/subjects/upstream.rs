@@ -1,31 +1,34 @@
-//! NVIDIA Dynamo's published CRTC, `dynamo-kv-router` 1.6.1, as a row of
-//! `crtc compare` and as the peer of `--check-upstream` (feature `upstream`;
-//! default builds do not compile it).
+//! NVIDIA Dynamo's published `dynamo-kv-router` 1.6.1 as rows of `crtc
+//! compare`, all through one driver, and as the peer of `--check-upstream`
+//! (feature `upstream`; default builds do not compile it).
 //!
-//! Only the crate's public API is used: `ConcurrentRadixTreeCompressed`
-//! behind its `ThreadPoolIndexer` (lane threads with per-rank sticky routing,
-//! lookups inline on the caller's thread), `SyncIndexer::find_matches` for lookups, the
-//! async `flush` and `remove_worker` driven by a current-thread tokio runtime,
-//! and `KvIndexerMetrics` (the crate's `metrics` feature) whose
-//! events-applied counters give the harness its applied count (backlogs and
-//! the readers' start gate) and rejected events. Our events, lookups and
-//! scores are converted field by field to and from the crate's public
-//! `protocols` types; nothing of its internals is named.
+//! The driver ([`DynamoBackend`]) runs any of the crate's indexers through
+//! its public API only: events converted field by field to the crate's
+//! `protocols` types and handed over as a router's event loop does, lookups
+//! timed on the caller's thread, the async `flush` and `remove_worker`
+//! driven by a current-thread tokio runtime, and `KvIndexerMetrics` (the
+//! crate's `metrics` feature), whose events-applied counters give the
+//! harness its live applied count (keep-up backlogs) and rejected events.
+//! What differs between indexers is behind [`DynamoIndex`]; the indexers
+//! themselves are built in `subjects::dynamo`.
 //!
-//! The row gets the lane count every row gets (`--lanes`; by default at most
-//! two, fitted to the cores; the `mixed_1r1w` bench uses one), which is not
-//! how the router runs it by default: 1.6.1's
+//! The row `upstream-1.6.1` is `ThreadPoolIndexer<ConcurrentRadixTreeCompressed>`
+//! with the lane count every row gets (`--lanes`; by default at most two,
+//! fitted to the cores; the `mixed_1r1w` bench uses one). That is not how
+//! the router runs it by default: 1.6.1's
 //! `KvRouterConfig::router_event_threads` (`scheduling/config.rs`) defaults
-//! to 4 and documents that the router uses this pool, with that many threads,
-//! only when it is above 1; at 1 the router builds the single-threaded
-//! `KvIndexer` instead.
+//! to 4 and the router uses this pool only when it is above 1; at 1 it
+//! builds the single-threaded `KvIndexer`. `--upstream-rows all` adds those
+//! configurations as rows of their own, at 1 event thread and at 4
+//! (`subjects::dynamo`).
 //!
-//! Version 1.6.1 predates the one-lock decode append, so this row is the
+//! Version 1.6.1 predates the one-lock decode append, so its CRTC is the
 //! "before" of that change. What the crate does not expose is reported as
 //! unknown: its own memory estimate (`footprint_bytes_per_membership` is
 //! `null`; its heap use is counted like every row's, see
-//! `measurement::heap`) and fast-path hits (it has no separate fast path). Its lane threads are unnamed, so their CPU
-//! time is read from the threads the constructor started.
+//! `measurement::heap`) and fast-path hits (it has no separate fast path).
+//! Its threads are unnamed, so their CPU time is read from the threads the
+//! constructor started.
 //!
 //! Building it needs rustc 1.88 or newer (the crate is edition 2024 and uses
 //! let chains), tokio and prometheus (both pure Rust).
@@ -37,6 +40,7 @@ use crtc::types::{
     KvCacheEventData, LocalBlockHash, OverlapScores, RouterEvent, WorkerId, WorkerWithDpRank,
 };
 use crtc::Refusal;
+use crtc_strategies::sync::atomic::{AtomicU64, Ordering};
 use crtc_strategies::sync::Arc;
 use dynamo_kv_router::indexer::{
     KvIndexerInterface, KvIndexerMetrics, SyncIndexer, ThreadPoolIndexer, METRIC_EVENT_CLEARED,
@@ -49,12 +53,13 @@ use dynamo_kv_router::indexer::{
 use dynamo_kv_router::protocols as up;
 use dynamo_kv_router::ConcurrentRadixTreeCompressed;
 use std::time::Instant;
+use tokio::runtime::Runtime;
 
 /// The row's strategy name.
 pub const NAME: &str = super::UPSTREAM_NAME;
 
 /// Tokens per block handed to the crate (it only logs a warning for 1).
-const BLOCK_TOKENS: u32 = crtc_verification::workload::BLOCK_TOKENS as u32;
+pub const BLOCK_TOKENS: u32 = crtc_verification::workload::BLOCK_TOKENS as u32;
 
 /// Every error status the crate's events-applied counter can carry.
 const ERROR_STATUSES: [&str; 8] = [
@@ -130,42 +135,71 @@ pub fn convert_scores(scores: &up::OverlapScores) -> OverlapScores {
     out
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    // A current-thread runtime starts no thread; it only drives the crate's
-    // oneshot replies on the calling thread.
+/// A current-thread runtime: it starts no thread, and only drives the
+/// crate's futures (channel sends, oneshot replies) on the calling thread.
+pub fn runtime() -> Runtime {
     tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap_or_else(|e| panic!("cannot build a tokio current-thread runtime: {e}"))
 }
 
-/// `ConcurrentRadixTreeCompressed` behind `ThreadPoolIndexer`.
-pub struct UpstreamBackend {
-    indexer: ThreadPoolIndexer<ConcurrentRadixTreeCompressed>,
-    metrics: Arc<KvIndexerMetrics>,
-    runtime: tokio::runtime::Runtime,
-    cpu: ThreadCpu,
-    lanes: Vec<u64>,
+/// One of the crate's indexers as the driver runs it. The defaults go
+/// through the router-facing `KvIndexerInterface`; an indexer overrides what
+/// it offers a more direct public path for.
+pub trait DynamoIndex: Send + Sync {
+    /// The router-facing interface.
+    fn interface(&self) -> &(dyn KvIndexerInterface + Send + Sync);
+
+    /// Hands one event over as the router's event loop does.
+    fn enqueue(&self, runtime: &Runtime, event: up::RouterEvent) {
+        runtime.block_on(self.interface().apply_event(event));
+    }
+
+    /// One lookup as the router makes it (a failed lookup scores nothing,
+    /// which the reference model then reports as undercounts).
+    fn lookup(&self, runtime: &Runtime, query: Vec<up::LocalBlockHash>) -> up::OverlapScores {
+        runtime
+            .block_on(self.interface().find_matches(query))
+            .unwrap_or_else(|_| up::OverlapScores::new())
+    }
+
+    /// Removes every rank of `worker`, applied once it returns.
+    fn remove_worker(&self, runtime: &Runtime, worker: WorkerId) {
+        runtime.block_on(self.interface().remove_worker(worker));
+    }
+
+    /// Unlinks dead nodes through the indexer's public cleanup path; nothing
+    /// for an index that prunes on removal.
+    fn sweep(&self) {}
 }
 
-impl UpstreamBackend {
-    /// The crate's thread-pool indexer with `lanes` event threads.
-    pub fn new(lanes: usize) -> Self {
+/// Any [`DynamoIndex`] behind the harness's [`Backend`].
+pub struct DynamoBackend {
+    // Dropped first: an indexer stops its threads on drop.
+    index: Box<dyn DynamoIndex>,
+    metrics: Arc<KvIndexerMetrics>,
+    runtime: Runtime,
+    cpu: ThreadCpu,
+    threads: Vec<u64>,
+    issued: AtomicU64,
+}
+
+impl DynamoBackend {
+    /// Runs the index `build` makes with the metrics it is given; the
+    /// threads it starts are the ones whose CPU time is read.
+    pub fn start(build: impl FnOnce(Arc<KvIndexerMetrics>) -> Box<dyn DynamoIndex>) -> Self {
         let runtime = runtime();
         let metrics = Arc::new(KvIndexerMetrics::new_unregistered());
         let cpu = ThreadCpu::start();
-        let indexer = ThreadPoolIndexer::new_with_metrics(
-            ConcurrentRadixTreeCompressed::new(),
-            lanes.max(1),
-            BLOCK_TOKENS,
-            Some(Arc::clone(&metrics)),
-        );
-        let lanes = cpu.spawned();
+        let index = build(Arc::clone(&metrics));
+        let threads = cpu.spawned();
         Self {
-            indexer,
+            index,
             metrics,
             runtime,
             cpu,
-            lanes,
+            threads,
+            issued: AtomicU64::new(0),
         }
     }
 
@@ -182,27 +216,27 @@ impl UpstreamBackend {
     }
 }
 
-impl Backend for UpstreamBackend {
+impl Backend for DynamoBackend {
     fn apply(&self, event: RouterEvent) {
-        // Fails only once the indexer shut down, which it cannot while borrowed.
-        let _ = self.indexer.enqueue_event(convert_event(&event));
+        // Relaxed: one issuer thread; read after a flush.
+        self.issued.fetch_add(1, Ordering::Relaxed);
+        self.index.enqueue(&self.runtime, convert_event(&event));
     }
 
     fn remove_worker(&self, worker: WorkerId) {
-        self.runtime
-            .block_on(KvIndexerInterface::remove_worker(&self.indexer, worker));
+        self.index.remove_worker(&self.runtime, worker);
     }
 
     fn flush(&self) {
-        self.runtime.block_on(self.indexer.flush());
+        self.runtime.block_on(self.index.interface().flush());
+    }
+
+    fn sweep(&self) {
+        self.index.sweep();
     }
 
     fn find_matches(&self, query: &[LocalBlockHash]) -> OverlapScores {
-        let scores = self
-            .indexer
-            .backend()
-            .find_matches(&convert_query(query), false);
-        convert_scores(&scores)
+        convert_scores(&self.index.lookup(&self.runtime, convert_query(query)))
     }
 
     fn timed_lookup(&self, query: &[LocalBlockHash]) -> u64 {
@@ -210,7 +244,7 @@ impl Backend for UpstreamBackend {
         // with its native result, is what is timed.
         let query = convert_query(query);
         let start = Instant::now();
-        let scores = self.indexer.backend().find_matches(&query, false);
+        let scores = self.index.lookup(&self.runtime, query);
         let ns = nanos(start.elapsed());
         std::hint::black_box(scores);
         ns
@@ -223,10 +257,14 @@ impl Backend for UpstreamBackend {
     }
 
     fn stats(&self) -> BackendStats {
-        let (cpu_ns, cpu_clock) = self.cpu.read_threads(&self.lanes);
+        let (cpu_ns, cpu_clock) = self.cpu.read_threads(&self.threads);
         let errors = self.count(&KINDS, &ERROR_STATUSES);
         BackendStats {
-            applied: self.applied(),
+            // After a flush every issued event is applied or rejected. (The
+            // crate's counters would say more for the branch-sharded
+            // indexer, whose shards each count their piece of a split
+            // store.)
+            applied: self.issued.load(Ordering::Relaxed),
             stores: self.count(&[METRIC_EVENT_STORED], &[METRIC_STATUS_OK]),
             errors,
             // Upstream's metrics do not name the reason.
@@ -241,17 +279,12 @@ impl Backend for UpstreamBackend {
     }
 }
 
-/// A [`UpstreamBackend`] for the comparison (one row, no fast-path switch).
-pub fn build(lanes: usize, _fast_path: bool) -> Arc<dyn Backend> {
-    Arc::new(UpstreamBackend::new(lanes))
-}
-
 /// The crate's indexer applied serially: one lane, flushed before a lookup
 /// whenever events were enqueued since the last one, so every lookup sees
 /// exactly the writes before it in the stream.
 pub struct SerialUpstream {
     indexer: ThreadPoolIndexer<ConcurrentRadixTreeCompressed>,
-    runtime: tokio::runtime::Runtime,
+    runtime: Runtime,
     dirty: bool,
 }
 
@@ -306,6 +339,7 @@ impl SerialIndex for SerialUpstream {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compare::registry::Setup;
     use crtc::types::WorkerWithDpRank;
     use crtc_verification::chain;
 
@@ -313,7 +347,11 @@ mod tests {
     fn events_round_trip_through_the_crate() {
         let rank = WorkerWithDpRank::new(3, 1);
         let store = RouterEvent::stored(rank, None, chain::chained(None, &[10, 11, 12]));
-        let backend = UpstreamBackend::new(2);
+        let backend = crate::compare::subjects::dynamo::build_pool_crtc(Setup {
+            lanes: 2,
+            fast_path: false,
+            sweeping: true,
+        });
         backend.apply(store);
         backend.flush();
         let query = chain::locals(&[10, 11, 12, 13]);
