@@ -24,6 +24,13 @@ Usage: python3 papers/bench-export.py [--repeat N] [--out DIR] [--paired-rounds 
   criterion ratio lacks (see benches/benches/tail_append.rs).
 - sweep (every gate, 256 and 4096 dead leaves): one run; criterion's median
   with its 95% interval.
+- find_matches (one thread, no writer, the chat tree; every gate, and
+  upstream 1.6.1's CRTC, RadixTree and PositionalIndexer over the same stream
+  and queries; hit, miss and partial queries): run N times after the sweep
+  group; criterion's median per lookup of each run, its lookups per second,
+  and each subject's ratio to upstream's CRTC computed within each run; each
+  figure is the median of the N runs, with min-max. The subjects of one run
+  follow one another, so a ratio pairs ids seconds apart.
 
 Features: all-strategies,upstream. Criterion's warm-up and measurement times
 are --warm-up / --measure (default 1 s and 3 s per id; the sweep group sets
@@ -214,6 +221,43 @@ def sweep_table(found):
     return lines
 
 
+# The find_matches group's subjects beyond the gates, and its query kinds.
+LOOKUP_SUBJECTS = GATES + ["upstream-radixtree", "upstream-positional"]
+LOOKUP_KINDS = ["hit", "miss", "partial"]
+
+
+def lookups(args):
+    """The find_matches group's criterion medians, one dict per run."""
+    runs = []
+    for repeat in range(args.repeat):
+        fresh("find_matches")
+        bench("find_matches", args)
+        runs.append(criterion("find_matches"))
+        print(f"find_matches: repeat {repeat + 1} of {args.repeat} done", file=sys.stderr)
+    return runs
+
+
+def lookup_table(runs):
+    """The find_matches table, and its figures per subject and kind."""
+    lines = ["| subject | query | ns per lookup | lookups/s | vs upstream-1.6.1 |",
+             "|---|---|---:|---:|---:|"]
+    figures = {}
+    for kind in LOOKUP_KINDS:
+        for subject in LOOKUP_SUBJECTS:
+            pairs = [(run.get(f"find_matches/{subject}/{kind}"),
+                      run.get(f"find_matches/upstream-1.6.1/{kind}")) for run in runs]
+            pairs = [(a[0], b[0]) for a, b in pairs if a and b]
+            if not pairs:
+                continue
+            ns = [a for a, _ in pairs]
+            ratio = [a / b for a, b in pairs]
+            figures[f"{subject}/{kind}"] = {"ns": ns, "vs_upstream": ratio}
+            lines.append(f"| {subject} | {kind} | {spread(ns)} | "
+                         f"{spread([1e9 / v for v in ns], '{:,.0f}')} | "
+                         f"{spread(ratio, '{:.2f}')}× |")
+    return lines, figures
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
@@ -236,10 +280,11 @@ def main():
     fresh("sweep")
     bench("sweep", args)
     sweeps = criterion("sweep")
+    lookup_lines, lookup_figures = lookup_table(lookups(args))
 
     mixed_lines, retry_lines, ratios = mixed_tables(runs)
     tail_lines, tail_figures = tail_table(tail)
-    doc = ["# Criterion groups: reader isolation, fast-path gain, sweeps", ""]
+    doc = ["# Criterion groups: reader isolation, fast-path gain, sweeps, lookups", ""]
     doc += [f"- {k}: {v}" for k, v in header.items()]
     doc += ["", "Generated; do not edit. Latencies in ns; `a (b–c)` is the median of the repeats "
             "(min–max); `[lo, hi]` is criterion's 95% interval of the median.", "",
@@ -267,7 +312,15 @@ def main():
             "`a (b–c)` is the median of the runs (min–max); the quartiles are the runs' "
             "medians.", ""] + paired_table(tail_paired)
     doc += ["", "## sweep: one stale-leaf sweep unlinking every dead leaf", "",
-            "benches/benches/sweep.rs.", ""] + sweep_table(sweeps) + [""]
+            "benches/benches/sweep.rs.", ""] + sweep_table(sweeps)
+    doc += ["", "## find_matches: one thread's lookups, no writer, every subject over the same "
+            "tree", "",
+            "benches/benches/find_matches.rs: the chat stream (seed 7, scale 1) applied to every "
+            "subject, then swept (ours by its volume rule and once more at the end, upstream's "
+            "CRTC through its cleanup; RadixTree prunes on removal and the positional index has "
+            "nothing to sweep), and the same hit, miss and partial queries on each. The ratio "
+            "to upstream's CRTC is computed within each run, then summarised.", ""]
+    doc += lookup_lines + [""]
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "benches.md"), "w") as f:
         f.write("\n".join(doc))
@@ -280,7 +333,8 @@ def main():
                 k: statistics.median(v["median"]) for k, v in tail_paired.items()},
             "tail_append_general_over_fast": {
                 k: statistics.median(v["general_over_fast"]) for k, v in tail_figures.items()},
-            "sweep": {k: {"median": v[0], "low": v[1], "high": v[2]} for k, v in sweeps.items()}}
+            "sweep": {k: {"median": v[0], "low": v[1], "high": v[2]} for k, v in sweeps.items()},
+            "find_matches_per_run": lookup_figures}
     with open(os.path.join(args.out, "benches.json"), "w") as f:
         json.dump(data, f, indent=1, sort_keys=True)
     print("wrote", os.path.join(args.out, "benches.md"), file=sys.stderr)

@@ -7,7 +7,7 @@
 //!
 //! The tree: the `chat` preset (seed [`SEED`], scale [`SCALE`]) applied on one
 //! lane (worker removals included, stale-leaf sweeps run when the volume
-//! rule says so, as the indexer schedules them), built once per gate,
+//! rule says so, as the indexer schedules them, and once at the end), built once per gate,
 //! untimed; its size
 //! and build time are printed. Queries come from the final tree's shape: the
 //! root-to-leaf paths of up to [`QUERIES`] leaves that some rank holds in
@@ -20,13 +20,29 @@
 //!   the kept prefix.
 //!
 //! Before timing, each query set is checked against those expectations.
+//!
+//! With feature `upstream`, dynamo-kv-router 1.6.1's indexes are rows of the
+//! same group over the same stream and queries (module `upstream_rows`), the
+//! lookup of each timed alone, its query already in upstream's types:
+//! `upstream-1.6.1` (its `ConcurrentRadixTreeCompressed`, built through a
+//! one-thread `ThreadPoolIndexer` and read through `SyncIndexer::find_matches`,
+//! as the pool reads inline), `upstream-radixtree` (the `RadixTree` that its
+//! `KvIndexer` runs, applied directly; its `find_matches` takes the query by
+//! value, so each iteration clones it, as the router's call does) and
+//! `upstream-positional` (its `PositionalIndexer` behind the same pool, fed the
+//! stream with external hashes relabelled to upstream's scheme, which its
+//! lookups recompute). Every tree is swept before the lookups: ours by its
+//! volume rule while it is built and once more at the end, upstream's CRTC
+//! through its public cleanup (`run_cleanup_task`, what its five-minute task
+//! runs); `RadixTree` prunes on removal and the positional index has nothing
+//! to unlink.
 
 mod common;
 
 use common::{call_bench, every_gate};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use crtc::harness::TreeHooks;
-use crtc::types::LocalBlockHash;
+use crtc::types::{LocalBlockHash, OverlapScores};
 use crtc::{Tree, TreeConfig};
 use crtc_strategies::ShapeGate;
 use crtc_verification::workload::{preset, Workload, WorkloadOp};
@@ -84,7 +100,8 @@ impl Kind {
 }
 
 /// Applies every event and worker removal of `workload` on one lane, with
-/// stale-leaf sweeps when due, as the indexer schedules them.
+/// stale-leaf sweeps when due, as the indexer schedules them, and one
+/// final sweep.
 fn build<G: ShapeGate>(workload: &Workload) -> Tree<G> {
     let tree = Tree::<G>::new(TreeConfig::default());
     let mut lane = tree.new_lane();
@@ -102,6 +119,9 @@ fn build<G: ShapeGate>(workload: &Workload) -> Tree<G> {
             WorkloadOp::Query(_) => {}
         }
     }
+    // And once more at the end, as upstream's rows are swept (module docs).
+    tree.fold_tally(&mut lane, true);
+    tree.sweep_stale();
     tree
 }
 
@@ -132,6 +152,54 @@ fn stored_paths<G: ShapeGate>(tree: &Tree<G>) -> Vec<Vec<LocalBlockHash>> {
     leaves.into_iter().step_by(step).map(path).collect()
 }
 
+/// The queries of one kind, each with the best score it must get.
+type QuerySet<Q> = (Kind, Vec<(Q, u32)>);
+
+/// The queries of every kind for the stored `paths`.
+fn query_sets(paths: &[Vec<LocalBlockHash>]) -> Vec<QuerySet<Vec<LocalBlockHash>>> {
+    Kind::ALL
+        .into_iter()
+        .map(|kind| {
+            let queries = (paths.iter().enumerate())
+                .map(|(i, path)| kind.query(path, i as u64))
+                .collect();
+            (kind, queries)
+        })
+        .collect()
+}
+
+/// Times `lookup` over `queries` (cycled) as the id `label/kind`, after
+/// checking each query's best score (`best` of its result).
+fn bench_lookups<Q, S>(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    (label, kind): (&str, Kind),
+    queries: &[(Q, u32)],
+    best: impl Fn(&S) -> u32,
+    mut lookup: impl FnMut(&Q) -> S,
+) {
+    for (i, (query, expected)) in queries.iter().enumerate() {
+        let got = best(&lookup(query));
+        assert_eq!(
+            got,
+            *expected,
+            "{label}/{}: best score of query {i}",
+            kind.name()
+        );
+    }
+    let mut next = 0;
+    group.bench_function(BenchmarkId::new(label, kind.name()), |b| {
+        b.iter(|| {
+            let query = &queries[next].0;
+            next = if next + 1 == queries.len() {
+                0
+            } else {
+                next + 1
+            };
+            lookup(black_box(query))
+        })
+    });
+}
+
 fn bench_gate<G: ShapeGate>(c: &mut Criterion, workload: &Workload) {
     let label = G::NAME;
     let start = Instant::now();
@@ -151,35 +219,10 @@ fn bench_gate<G: ShapeGate>(c: &mut Criterion, workload: &Workload) {
     );
     let mut group = c.benchmark_group("find_matches");
     group.throughput(Throughput::Elements(1));
-    for kind in Kind::ALL {
-        let queries: Vec<Vec<LocalBlockHash>> = paths
-            .iter()
-            .enumerate()
-            .map(|(i, path)| {
-                let (query, best) = kind.query(path, i as u64);
-                let scores = tree.find_matches(&query, false);
-                let got = scores.scores.values().copied().max().unwrap_or(0);
-                assert_eq!(
-                    got,
-                    best,
-                    "{label}/{}: best score of query {i}",
-                    kind.name()
-                );
-                query
-            })
-            .collect();
-        let id = BenchmarkId::new(label, kind.name());
-        let mut next = 0;
-        group.bench_function(id, |b| {
-            b.iter(|| {
-                let query = &queries[next];
-                next = if next + 1 == queries.len() {
-                    0
-                } else {
-                    next + 1
-                };
-                tree.find_matches(black_box(query), false)
-            })
+    for (kind, queries) in query_sets(&paths) {
+        let best = |scores: &OverlapScores| scores.scores.values().copied().max().unwrap_or(0);
+        bench_lookups(&mut group, (label, kind), &queries, best, |query| {
+            tree.find_matches(query, false)
         });
     }
     group.finish();
@@ -188,6 +231,120 @@ fn bench_gate<G: ShapeGate>(c: &mut Criterion, workload: &Workload) {
 fn benches(c: &mut Criterion) {
     let workload = preset("chat", SEED, SCALE).expect("chat is a preset");
     every_gate!(bench_gate(c, &workload));
+    #[cfg(feature = "upstream")]
+    upstream_rows::bench(c, &workload);
+}
+
+/// dynamo-kv-router 1.6.1's indexes over the same stream and queries (see
+/// the module docs).
+#[cfg(feature = "upstream")]
+mod upstream_rows {
+    use super::*;
+    use crtc_bench::compare::subjects::dynamo::rehash;
+    use crtc_bench::compare::subjects::upstream::{convert_event, convert_query, runtime};
+    use dynamo_kv_router::indexer::positional::{PositionalIndexer, SearchMode};
+    use dynamo_kv_router::indexer::{
+        KvIndexerInterface, RadixTree, SyncIndexer, ThreadPoolIndexer,
+    };
+    use dynamo_kv_router::protocols as up;
+    use dynamo_kv_router::ConcurrentRadixTreeCompressed;
+    use rustc_hash::FxHashMap;
+
+    /// Tokens per block handed to the pool (as `crtc compare` does).
+    const BLOCK_TOKENS: u32 = crtc_verification::workload::BLOCK_TOKENS as u32;
+    /// The positional index's jump size (as `crtc compare` builds it).
+    const JUMP_SIZE: usize = 32;
+
+    /// `backend` behind a one-thread pool, fed `workload` (events mapped by
+    /// `map`), flushed.
+    fn pooled<T: SyncIndexer>(
+        backend: T,
+        workload: &Workload,
+        mut map: impl FnMut(&crtc::types::RouterEvent) -> up::RouterEvent,
+    ) -> ThreadPoolIndexer<T> {
+        let pool = ThreadPoolIndexer::new(backend, 1, BLOCK_TOKENS);
+        let rt = runtime();
+        for op in &workload.ops {
+            match op {
+                WorkloadOp::Event(event) => {
+                    // Fails only once the pool shut down.
+                    let _ = pool.enqueue_event(map(event));
+                }
+                WorkloadOp::RemoveWorker(worker) => {
+                    rt.block_on(KvIndexerInterface::remove_worker(&pool, *worker))
+                }
+                WorkloadOp::Query(_) => {}
+            }
+        }
+        rt.block_on(pool.flush());
+        // Its public cleanup (a no-op where the index has nothing to unlink).
+        pool.backend().run_cleanup_task();
+        pool
+    }
+
+    fn radix_tree(workload: &Workload) -> RadixTree {
+        let mut tree = RadixTree::new();
+        for op in &workload.ops {
+            match op {
+                WorkloadOp::Event(event) => {
+                    // A refused event is refused by every row alike.
+                    let _ = tree.apply_event(convert_event(event));
+                }
+                WorkloadOp::RemoveWorker(worker) => tree.remove_worker(*worker),
+                WorkloadOp::Query(_) => {}
+            }
+        }
+        tree
+    }
+
+    fn best(scores: &up::OverlapScores) -> u32 {
+        scores.scores.values().copied().max().unwrap_or(0)
+    }
+
+    /// The query sets of our RwLock gate's tree, in upstream's types.
+    fn queries(workload: &Workload) -> Vec<QuerySet<Vec<up::LocalBlockHash>>> {
+        let ours = build::<crtc_strategies::RwLockGate>(workload);
+        query_sets(&stored_paths(&ours))
+            .into_iter()
+            .map(|(kind, set)| {
+                let set = set
+                    .into_iter()
+                    .map(|(q, b)| (convert_query(&q), b))
+                    .collect();
+                (kind, set)
+            })
+            .collect()
+    }
+
+    pub fn bench(c: &mut Criterion, workload: &Workload) {
+        let sets = queries(workload);
+        let crtc = pooled(
+            ConcurrentRadixTreeCompressed::new(),
+            workload,
+            convert_event,
+        );
+        let mut sequence = FxHashMap::default();
+        let positional = pooled(
+            PositionalIndexer::new_with_mode(JUMP_SIZE, SearchMode::Strided),
+            workload,
+            |event| convert_event(&rehash(event, &mut sequence)),
+        );
+        let radix = radix_tree(workload);
+        let mut group = c.benchmark_group("find_matches");
+        group.throughput(Throughput::Elements(1));
+        for (kind, set) in &sets {
+            bench_lookups(&mut group, ("upstream-1.6.1", *kind), set, best, |q| {
+                crtc.backend().find_matches(q, false)
+            });
+            bench_lookups(&mut group, ("upstream-radixtree", *kind), set, best, |q| {
+                radix.find_matches(q.clone(), false)
+            });
+            bench_lookups(&mut group, ("upstream-positional", *kind), set, best, |q| {
+                positional.backend().find_matches(q, false)
+            });
+        }
+        group.finish();
+    }
 }
 
 criterion_group!(find_matches, benches);

@@ -256,8 +256,9 @@ pub fn upstream_hashed(plan: &Plan) -> Plan {
 }
 
 /// One event of [`upstream_hashed`], `sequence` mapping our external hashes
-/// to upstream's.
-fn rehash(event: &RouterEvent, sequence: &mut FxHashMap<u64, u64>) -> RouterEvent {
+/// to upstream's (empty before a stream's first event, then carried from
+/// event to event).
+pub fn rehash(event: &RouterEvent, sequence: &mut FxHashMap<u64, u64>) -> RouterEvent {
     let mut event = event.clone();
     let relabel = |hash: u64, sequence: &FxHashMap<u64, u64>| *sequence.get(&hash).unwrap_or(&hash);
     match &mut event.event.data {
