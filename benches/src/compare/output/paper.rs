@@ -343,6 +343,58 @@ fn reader_targets(out: &mut String, reports: &[(&str, &Report)]) {
     }
 }
 
+/// Issue 43's bound on a gate's find_matches latency over upstream's, on
+/// like-for-like trees with no writer.
+const READ_VS_UPSTREAM: f64 = 0.8;
+
+/// The reader against upstream's (issue 43): every gate's fast row, its
+/// read-only p50 and p99 judged against upstream's, and the run's read
+/// latency beside it (not judged: in capacity mode each row's writer runs at
+/// its own rate; `papers/keepup.py` compares readers at a matched rate).
+fn reader_vs_upstream(out: &mut String, reports: &[(&str, &Report)]) {
+    let _ = write!(
+        out,
+        "\n## find_matches against upstream 1.6.1 (issue 43: read-only p50 and p99 ≤ {READ_VS_UPSTREAM}× upstream's)\n\n\
+         Read-only: the same lookups and reader threads on each row's drained final tree, \
+         swept through its own public cleanup path first (upstream's `run_cleanup_task`, \
+         ours a forced stale-leaf sweep), so both trees hold no dead leaves. The run's reads are beside each row's own writer, at its own rate, so \
+         they are shown, not judged (`keepup.md` compares readers at one offered rate).\n\n"
+    );
+    out.push_str("| workload | row | read-only p50: ours / upstream, paired ratio | read-only p99: ours / upstream, paired ratio | target | run p50 paired ratio | run p99 paired ratio |\n|---|---|---|---|---|---:|---:|\n");
+    for (stem, report) in reports {
+        let up = capacity_row(report, UPSTREAM_NAME);
+        for row in gate_rows(report).filter(|r| r.fast_path == Some(true)) {
+            let ratio = |what: &str| {
+                paired(
+                    report,
+                    &format!("{} {what} vs {UPSTREAM_NAME}", row.label()),
+                )
+            };
+            let (p50, p99) = (ratio("read-only p50"), ratio("read-only p99"));
+            let verdict = match (p50, p99) {
+                (Some(a), Some(b)) => {
+                    met(a.median <= READ_VS_UPSTREAM && b.median <= READ_VS_UPSTREAM)
+                }
+                _ => "not measured",
+            };
+            let ns = |v: Option<u64>| v.map_or("-".to_owned(), |v| v.to_string());
+            let _ = writeln!(
+                out,
+                "| {stem} | {} | {} / {}, {} | {} / {}, {} | {verdict} | {} | {} |",
+                row.label(),
+                ns(row.read_only_p50_ns),
+                ns(up.and_then(|u| u.read_only_p50_ns)),
+                paired_cell(p50),
+                ns(row.read_only_p99_ns),
+                ns(up.and_then(|u| u.read_only_p99_ns)),
+                paired_cell(p99),
+                paired_cell(ratio("run read p50")),
+                paired_cell(ratio("run read p99")),
+            );
+        }
+    }
+}
+
 /// `a ÷ b` as "1.23×", or "-".
 fn ratio_cell(a: Option<f64>, b: Option<f64>) -> String {
     match (a, b) {
@@ -431,6 +483,7 @@ pub fn targets_markdown(reports: &[(&str, &Report)], lock_alone: &[LockAlone]) -
     lane_cpu_targets(&mut out, reports);
     capacity_targets(&mut out, reports, lock_alone);
     reader_targets(&mut out, reports);
+    reader_vs_upstream(&mut out, reports);
     memory_targets(&mut out, reports);
     fast_path_table(&mut out, reports);
     out

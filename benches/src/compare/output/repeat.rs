@@ -217,9 +217,31 @@ fn repeat_ratios(rows: &[Row], upstream: &str) -> Vec<(String, f64)> {
             let ratio = divide(row.events_per_s, up.events_per_s);
             out.extend(ratio.map(|v| (format!("{} events/s vs {upstream}", row.label()), v)));
             out.extend(heap_ratios(row, up, upstream));
+            out.extend(read_ratios(row, up, upstream));
         }
     }
     out
+}
+
+/// `row`'s find_matches latency over upstream's, read-only (the drained
+/// trees, no writer) and during the run (beside each row's own writer).
+fn read_ratios(row: &Row, up: &Row, upstream: &str) -> Vec<(String, f64)> {
+    let pairs = [
+        ("read-only p50", row.read_only_p50_ns, up.read_only_p50_ns),
+        ("read-only p99", row.read_only_p99_ns, up.read_only_p99_ns),
+        ("run read p50", row.read_p50_ns, up.read_p50_ns),
+        ("run read p99", row.read_p99_ns, up.read_p99_ns),
+    ];
+    pairs
+        .into_iter()
+        .filter_map(|(what, ours, theirs)| match (ours, theirs) {
+            (Some(a), Some(b)) if b > 0 => Some((
+                format!("{} {what} vs {upstream}", row.label()),
+                a as f64 / b as f64,
+            )),
+            _ => None,
+        })
+        .collect()
 }
 
 /// `row`'s heap per membership over upstream's, like with like: swept over
