@@ -30,7 +30,11 @@ import tempfile
 from generator import FEATURES, ROOT, cell, provenance, run
 
 BINARY = os.path.join(ROOT, "target", "release", "crtc")
-DEFAULT_RATES = "20000,80000,160000,320000,480000,640000,960000,1280000"
+DEFAULT_RATES = "20000,80000,160000,200000,320000,480000,640000,960000,1280000"
+UPSTREAM = "upstream-1.6.1"
+# Issue 43's bounds on a reader beside the writer at a rate upstream keeps up
+# with: the run's read p50 and p99 over upstream's at the same offered rate.
+READ_BOUNDS = {"rwlock": 0.8, "seqlock": 0.8, "epoch-crossbeam": 1.0, "epoch-seize": 1.0}
 COLOURS = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02"]
 
 
@@ -82,6 +86,29 @@ def table(curves, rates):
                        f"{cell(row, 'update_p99_ns', 1000, '{:.1f}')} | "
                        f"{row.get('backlog_at_end')}{mark} |")
         out.append("")
+    return out
+
+
+def readers(curves, rates):
+    """The readers beside the writer at each rate upstream keeps up with:
+    every strategy's run read p50 and p99 over upstream's (ratios of the
+    repeats' medians), judged against READ_BOUNDS."""
+    out = ["| offered events/s | strategy | read p50 ns | read p99 ns | p50 ÷ upstream | "
+           "p99 ÷ upstream | issue 43 bound | verdict |", "|---:|---|---:|---:|---:|---:|---:|---|"]
+    for rate in rates:
+        up = curves.get(UPSTREAM, {}).get(rate)
+        if not up or saturated(up) or not up.get("read_p50_ns") or not up.get("read_p99_ns"):
+            continue
+        for strategy, by_rate in curves.items():
+            row = by_rate.get(rate)
+            if strategy == UPSTREAM or not row or not row.get("read_p50_ns"):
+                continue
+            p50 = row["read_p50_ns"] / up["read_p50_ns"]
+            p99 = row["read_p99_ns"] / up["read_p99_ns"]
+            bound = READ_BOUNDS.get(strategy)
+            verdict = "-" if bound is None else ("met" if max(p50, p99) <= bound else "missed")
+            out.append(f"| {rate:,} | {strategy} | {row['read_p50_ns']} | {row['read_p99_ns']} | "
+                       f"{p50:.2f}× | {p99:.2f}× | {bound if bound else '-'} | {verdict} |")
     return out
 
 
@@ -176,7 +203,13 @@ def write(out, header, rates, curves):
             "row is marked saturated when its backlog at window end exceeds 1% of the events it "
             "offered (at high rates the stream ends before the window). Chart: "
             "keepup-update-p99.svg.", ""]
-    doc += saturation(curves, rates) + [""] + table(curves, rates)
+    doc += saturation(curves, rates) + [""]
+    doc += ["## find_matches beside the writer, at rates upstream keeps up with", "",
+            "Every row's readers during the keep-up window, against upstream's at the same "
+            "offered rate (issue 43: RwLock and seqlock at most 0.8× upstream's p50 and p99, "
+            "the epoch gates at most 1.0×). Ratios of the repeats' medians; rates where "
+            "upstream saturated are left out.", ""]
+    doc += readers(curves, rates) + ["", "## Each row's curve", ""] + table(curves, rates)
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "keepup.md"), "w") as f:
         f.write("\n".join(doc))
