@@ -65,7 +65,7 @@ type G = SeqlockGate<GraceReclaim>;
 /// reader to it.
 fn budget(model: Model) -> Budget {
     match model {
-        Model::L1 | Model::L2r | Model::L3r => Budget::full(Reads::First),
+        Model::L1 | Model::L2r | Model::L3r | Model::L2t => Budget::full(Reads::First),
         Model::L4b => Budget::full(Reads::None),
         _ => Budget {
             reads: Reads::First,
