@@ -10,11 +10,13 @@
 //!   (B 3), nothing else. The reader half of L2, on its own.
 //! - **L3r** B evicts `[3,4]` while a reader scores `[1,2,3,4]`: before (B 4)
 //!   or after (B 2). The reader half of L3, on its own.
-//! - **L2t** (its own setup: A and B full on the leaf `[1,2,1,2]`, whose
-//!   local hashes repeat) B stores `[9]` under `[1,2]` (a split at 2: the
-//!   prefix `[1,2]` with the children `[1,2]` and `[9]`) while a reader
-//!   scores `[1,2,1,2,1,2]`: A 4 and B 4 before and after, and nothing
-//!   else. The split changes no score of that query; what it rules out is a
+//! - **L2t** (its own setup: A and B full on the node `[1,2,1,2]`, whose
+//!   local hashes repeat, and A's `[5]`, `[6]` and `[7]` under it: three
+//!   children, a sharded set under the checkers' `COMPACT_MAX` of 2) B
+//!   stores `[9]` under `[1,2]` (a split at 2: the prefix `[1,2]` with the
+//!   children `[1,2]`, which takes the sharded set, and `[9]`) while a
+//!   reader scores `[1,2,1,2,1,2]`: A 4 and B 4 before and after, and
+//!   nothing else. The split changes no score of that query; what it rules out is a
 //!   torn view: the old edge with the new child map walks on into the
 //!   suffix `[1,2]` (A and B 6, blocks nobody holds), the new edge with the
 //!   child map from before (or the one emptied by the hand-off) stops at 2.
@@ -78,6 +80,9 @@ const LEAF: [u64; 4] = [1, 2, 3, 4];
 const TORN_LEAF: [u64; 4] = [1, 2, 1, 2];
 /// The query the L2t reader scores: the leaf, and its suffix once more.
 const TORN_QUERY: [u64; 6] = [1, 2, 1, 2, 1, 2];
+/// A's children under L2t's node: one more than a compact set holds under
+/// the checkers, so the split moves a sharded set.
+const TORN_CHILDREN: [u64; 3] = [5, 6, 7];
 /// The query the L1 reader scores.
 const L1_QUERY: [u64; 5] = [1, 2, 3, 4, 5];
 /// The query A scores after its own appends in L5.
@@ -223,7 +228,8 @@ impl Model {
     }
 
     /// Both ranks full on the leaf `[1,2,3,4]`: A on lane 0, B on lane 1
-    /// (L5: B holds `[1,2]` of it; L2t: the leaf is `[1,2,1,2]`).
+    /// (L5: B holds `[1,2]` of it; L2t: the node is `[1,2,1,2]`, with A's
+    /// three children under it).
     fn setup(self) -> Vec<(usize, RouterEvent)> {
         let leaf: &[u64] = if self == Model::L2t {
             &TORN_LEAF
@@ -231,7 +237,11 @@ impl Model {
             &LEAF
         };
         let b_holds: &[u64] = if self == Model::L5 { &[1, 2] } else { leaf };
-        vec![(0, store(A, &[], leaf)), (1, store(B, &[], b_holds))]
+        let mut setup = vec![(0, store(A, &[], leaf)), (1, store(B, &[], b_holds))];
+        if self == Model::L2t {
+            setup.extend(TORN_CHILDREN.map(|c| (0, store(A, &TORN_LEAF, &[c]))));
+        }
+        setup
     }
 
     /// The model's scenario.
@@ -255,7 +265,12 @@ impl Model {
             Model::L2t => (
                 "reader vs a split of a leaf whose local hashes repeat",
                 vec![vec![], vec![store(B, &[1, 2], &[9])]],
-                vec![TORN_QUERY.to_vec(), TORN_LEAF.to_vec(), vec![1, 2, 9]],
+                vec![
+                    TORN_QUERY.to_vec(),
+                    TORN_LEAF.to_vec(),
+                    vec![1, 2, 9],
+                    vec![1, 2, 1, 2, 6],
+                ],
             ),
             Model::L2 => (
                 "fast append vs divergent store splitting the leaf",
