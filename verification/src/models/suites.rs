@@ -483,10 +483,10 @@ pub const SHUTTLE_SUITES: [SuiteMutants; 4] = [
                 Mutant::EpochUnexcludedWriters,
                 Mutant::EpochRetireBeforeUnlink,
             ],
-            &[
-                Mutant::SweepFreesBeforeGrace,
-                Mutant::ShardedSweepFreesBeforeGrace,
-            ],
+            // Not ShardedSweepFreesBeforeGrace: it survived every scenario
+            // at the CI budget (1,800 schedules each) under this gate; loom's
+            // U3 catches it under every gate, shuttle under the other two.
+            &[Mutant::SweepFreesBeforeGrace],
             &Mutant::DIRECTORY,
         ],
     },
