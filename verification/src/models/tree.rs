@@ -85,6 +85,9 @@ const TORN_QUERY: [u64; 6] = [1, 2, 1, 2, 1, 2];
 const TORN_CHILDREN: [u64; 3] = [5, 6, 7];
 /// The query the L1 reader scores.
 const L1_QUERY: [u64; 5] = [1, 2, 3, 4, 5];
+/// A model's name, the events of each thread and the queries of its final
+/// state (see [`Scenario`]).
+type Parts = (&'static str, Vec<Vec<RouterEvent>>, Vec<Vec<u64>>);
 /// The query A scores after its own appends in L5.
 const L5_QUERY: [u64; 6] = [1, 2, 3, 4, 5, 6];
 
@@ -246,7 +249,19 @@ impl Model {
 
     /// The model's scenario.
     pub fn scenario(self) -> Scenario {
-        let (name, threads, queries): (_, Vec<Vec<_>>, Vec<Vec<u64>>) = match self {
+        let (name, threads, queries) = self.reader_parts().unwrap_or_else(|| self.writer_parts());
+        Scenario {
+            name,
+            setup: self.setup(),
+            threads,
+            queries,
+        }
+    }
+
+    /// A reader model's name, threads (the writer is the second) and
+    /// queries (the reader's first); `None` for the other models.
+    fn reader_parts(self) -> Option<Parts> {
+        Some(match self {
             Model::L1 => (
                 "fast append vs reader",
                 vec![vec![store(A, &LEAF, &[5])], vec![]],
@@ -272,6 +287,14 @@ impl Model {
                     vec![1, 2, 1, 2, 6],
                 ],
             ),
+            _ => return None,
+        })
+    }
+
+    /// The name, threads and queries of a model with writers on both
+    /// threads (every model but the reader models).
+    fn writer_parts(self) -> Parts {
+        match self {
             Model::L2 => (
                 "fast append vs divergent store splitting the leaf",
                 vec![
@@ -315,12 +338,7 @@ impl Model {
                 ],
                 vec![L5_QUERY.to_vec(), LEAF.to_vec()],
             ),
-        };
-        Scenario {
-            name,
-            setup: self.setup(),
-            threads,
-            queries,
+            _ => unreachable!("{} is a reader model", self.name()),
         }
     }
 
