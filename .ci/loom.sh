@@ -2,8 +2,9 @@
 # loom step: exhaustive (preemption-bounded) models of every gate, built once
 # with --features all-strategies, plus the negative controls (every mutant
 # must make a model fail, each in a child process). Test binaries:
-#   loom_rwlock, loom_seqlock, loom_epoch  L1-L4 on the real tree (plus the
-#       reader models L2r/L3r) and the gate-level models (torn reads against a
+#   loom_rwlock, loom_seqlock, loom_epoch  L1-L5 on the real tree (plus the
+#       reader models L2r/L3r/L2t), the sweep models U1-U3 and the gate-level
+#       models (torn reads against a
 #       split / demoting append / pure append, two appenders); see
 #       verification/src/models/{tree,gate}.rs
 #   loom_sweep  the sweep scheduling on SweepTrigger, with its two mutants
@@ -17,9 +18,12 @@
 #       crate gates/mutex-gate, with the mutants it honours
 #   loom_ranks  remove_worker with slot reuse (R1) and Cleared (R2) on the
 #       real tree racing a split and a reader, with the release's grace
-#       mutant (verification/src/models/ranks.rs), and two ranks of a lane
+#       mutant (verification/src/models/ranks.rs), two ranks of a lane
 #       sharing its directory against another lane's store (D1), with the
-#       directory's two mutants (verification/src/models/directory.rs)
+#       directory's two mutants (verification/src/models/directory.rs), and
+#       two lanes creating one anchor against a lookup and a store under it
+#       (A1), with the unlocked creation mutant
+#       (verification/src/models/anchors.rs)
 #
 # Usage: .ci/loom.sh [all|models|mutants]   (default: all). `all` and
 # `mutants` first run the unmutated models and stop if one fails, then the

@@ -8,8 +8,9 @@
 # and PCT schedulers with fixed seeds, checked against the reference model
 # and the structural walk; plus the negative controls shuttle can see (the
 # RwLock four, the seqlock version bumps, epoch writer exclusion, the
-# retire-before-unlink/unpublish pair, the sweep that frees before the
-# grace period and the lane directory's two), each caught by its named property or the step fails (the
+# retire-before-unlink/unpublish pair, the two sweeps that free before the
+# grace period (a compact set, a sharded set's entry) and the lane
+# directory's two), each caught by its named property or the step fails (the
 # ordering mutants are loom's). Test binaries: shuttle_rwlock,
 # shuttle_seqlock, shuttle_epoch (scenarios in
 # verification/src/models/scenarios.rs), and shuttle_indexer: the Indexer's

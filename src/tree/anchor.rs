@@ -26,7 +26,7 @@ use crate::types::{BlockPair, WorkerWithDpRank};
 use crate::types::{ExternalSequenceBlockHash, KvError, LocalBlockHash, OverlapScores};
 use crtc_strategies::shape::promote_full;
 use crtc_strategies::sync::{Arc, Mutex};
-use crtc_strategies::{AtomicBox, Reclaim, ShapeGate, ShapeInit, Slot};
+use crtc_strategies::{mutant, AtomicBox, Reclaim, ShapeGate, ShapeInit, Slot};
 use rustc_hash::FxHashMap;
 
 /// One registered anchor.
@@ -80,7 +80,10 @@ impl<G: ShapeGate> Anchors<G> {
         if let Some(anchor) = self.load(guard).get(&id) {
             return Arc::clone(&anchor.node);
         }
-        let _writers = self.writers.lock();
+        // The lock makes the re-check and the copy one step: without it
+        // (mutant `AnchorWritersUnlocked`) two creators copy the same map
+        // and the later publication drops the other's anchor.
+        let _writers = (!mutant!(AnchorWritersUnlocked)).then(|| self.writers.lock());
         let current = self.load(guard);
         if let Some(anchor) = current.get(&id) {
             return Arc::clone(&anchor.node);

@@ -6,10 +6,11 @@
 //! old one is retired through the gate's reclaimer, so a reader that loaded it
 //! keeps a live allocation (and every child `Arc` in it) until it unpins.
 //! `insert_if_absent` may run concurrently (under a node's *shared* section),
-//! so compact inserts are a compare-exchange loop; inserting a fifth key
-//! publishes a sharded map, which ordinary mutations never demote (the
-//! stale-leaf sweep does, under the node's exclusive section, once at most
-//! four children are left: see [`Children::compact`]). A compact slice is
+//! so compact inserts are a compare-exchange loop; inserting a key past
+//! [`COMPACT_MAX`] publishes a sharded map, which ordinary mutations never
+//! demote (the stale-leaf sweep does, under the node's exclusive section,
+//! once at most [`COMPACT_MAX`] children are left: see
+//! [`Children::compact`]). A compact slice is
 //! plain data in a [`PlainCell`]: written before its set is published (the
 //! `AtomicBox`'s Release), read after the readers' Acquire load, so under
 //! loom a write that is not ordered before a read fails the model. Sharded inserts take the
@@ -24,7 +25,9 @@ use crtc_strategies::{mutant, AtomicBox, Guard, LocalBlockHash, Reclaim, ShapeGa
 use rustc_hash::FxHashMap;
 
 /// Largest compact snapshot; one more child promotes to the sharded map.
-pub const COMPACT_MAX: usize = 4;
+/// Under the model checkers it is 2, so their small trees (a node with
+/// three children) grow, split and sweep sharded sets too.
+pub const COMPACT_MAX: usize = if cfg!(crtc_checker) { 2 } else { 4 };
 const SHARDS: usize = 8;
 
 type Entry<G> = (LocalBlockHash, Arc<Node<G>>);
@@ -33,7 +36,7 @@ type Shard<G> = RwLock<FxHashMap<LocalBlockHash, Arc<Node<G>>>>;
 pub enum ChildSet<G: ShapeGate> {
     /// No children.
     Empty,
-    /// One to four children sorted by key; read through [`entries`].
+    /// One to [`COMPACT_MAX`] children sorted by key; read through [`entries`].
     Compact(PlainCell<Box<[Entry<G>]>>),
     /// A map sharded by key, mutated in place under its shard locks.
     Sharded(Box<[Shard<G>]>),
@@ -113,22 +116,25 @@ impl<G: ShapeGate> Default for Children<G> {
 }
 
 impl<G: ShapeGate> Children<G> {
-    /// The child under `key`, borrowed for the guard's lifetime.
+    /// The child under `key`, borrowed for the guard's lifetime (and
+    /// noted with [`Reclaim::borrowed`], which the checkers' reclaimer
+    /// watches).
     #[inline]
     pub fn get<'g>(&'g self, key: LocalBlockHash, guard: &'g Guard<G>) -> Option<&'g Node<G>> {
-        match self.set.load(guard) {
+        let child = match self.set.load(guard) {
             ChildSet::Empty => None,
             ChildSet::Compact(cell) => entries(cell)
                 .iter()
                 .find(|(k, _)| *k == key)
-                .map(|(_, c)| &**c),
-            ChildSet::Sharded(shards) => {
-                let child = shards[shard_of(key)].read().get(&key).map(Arc::as_ptr);
-                // SAFETY: an `Arc` owned by a reachable sharded map is dropped
-                // only through the reclaimer (see `remove`), after `guard`.
-                child.map(|ptr| unsafe { &*ptr })
-            }
-        }
+                .map(|(_, c)| Arc::as_ptr(c)),
+            ChildSet::Sharded(shards) => shards[shard_of(key)].read().get(&key).map(Arc::as_ptr),
+        }?;
+        G::Reclaim::borrowed(child);
+        // SAFETY: the child's `Arc` is owned by a set loaded under `guard`: a
+        // compact set is retired with its `Arc`s, and an `Arc` a sharded map
+        // drops goes through the reclaimer (see `remove`), so neither is
+        // dropped before `guard`.
+        Some(unsafe { &*child })
     }
 
     /// The child under `key`, as an owned reference.
@@ -231,8 +237,9 @@ impl<G: ShapeGate> Children<G> {
     }
 
     /// Unlinks the child under `key` if it is `expected`. Exclusive section
-    /// only; the sweep's unlink is the only caller. (Mutant
-    /// `SweepFreesBeforeGrace`: frees what it replaces at once.)
+    /// only; the sweep's unlink is the only caller. (Mutants
+    /// `SweepFreesBeforeGrace`: frees the compact set it replaces at once;
+    /// `ShardedSweepFreesBeforeGrace`: drops a sharded set's entry at once.)
     pub fn remove(&self, key: LocalBlockHash, expected: &Node<G>, guard: &Guard<G>) -> bool {
         match self.set.load(guard) {
             ChildSet::Empty => false,
@@ -266,7 +273,7 @@ impl<G: ShapeGate> Children<G> {
                 }
                 let removed = shard.remove(&key);
                 shrink_if_sparse(&mut shard);
-                if mutant!(SweepFreesBeforeGrace) {
+                if mutant!(ShardedSweepFreesBeforeGrace) {
                     // Broken on purpose: the unlinked entry is dropped at once.
                     drop(removed);
                     return true;

@@ -4,9 +4,9 @@
 //! and reader length rule), of the tree's sweep (its claim, in `crtc`'s
 //! `tree::scheduler`, and its frees, in `tree::children`), of the tree's
 //! child sets (their publication, in `tree::children`), of the lanes'
-//! cached rank slots and the slots' release (in `tree::slots`) and of the
+//! cached rank slots and the slots' release (in `tree::slots`), of the
 //! lanes' shared directory (parent resolution and the store skip, in
-//! `tree::store`), compiled only into model-checker builds and selected at
+//! `tree::store`) and of anchor creation (in `tree::anchor`), compiled only into model-checker builds and selected at
 //! run time, so one checker build runs every negative control. Every mutation point, in the gates
 //! and in the tree, is a `mutant!(Name)` check.
 //!
@@ -17,8 +17,9 @@
 //! [`Mutant::SEQLOCK`], [`Mutant::EPOCH`]), the tree's ([`Mutant::TREE`],
 //! run under every gate), the sweep trigger's ([`Mutant::SWEEP`]), the
 //! rank slots' ([`Mutant::SLOTS`]), rank removal's ([`Mutant::RANKS`],
-//! `loom_ranks`) and the lane directory's ([`Mutant::DIRECTORY`],
-//! `loom_ranks` and the shuttle suites) are what the suites run; the catalogue
+//! `loom_ranks`), the lane directory's ([`Mutant::DIRECTORY`],
+//! `loom_ranks` and the shuttle suites) and anchor creation's
+//! ([`Mutant::ANCHORS`], `loom_ranks`) are what the suites run; the catalogue
 //! (`crtc_verification::models::suites`) names the lists each loom and
 //! shuttle suite runs and the property each mutant must fail, and its
 //! coverage test fails when a mutant is in no loom list, or when a listed
@@ -55,6 +56,10 @@ pub enum Mutant {
     /// Seqlock: an append that demotes another rank does not bump the version.
     DemotingAppendWithoutBump = 8,
     /// Seqlock: a split (any structural commit) does not bump the version.
+    /// Property: `atomic-read` (the loom reader model L2t: a reader that
+    /// read the edge before the split and the child map after it validates,
+    /// and with the leaf's repeated local hashes scores blocks nobody
+    /// holds; the gate-level `split` model shows it too).
     SplitWithoutBump = 9,
     /// Epoch: a new snapshot is published with a Relaxed store, so a reader
     /// may load the pointer before the snapshot's contents are visible.
@@ -80,15 +85,13 @@ pub enum Mutant {
     /// freed while a pinned reader holds it (the grace-period reclaimer with
     /// the quarantining allocator; the checker reclaimer cannot see it).
     SeqlockRetireBeforeUnpublish = 15,
-    /// Sweep: the child set a sweep replaces when it unlinks a leaf (and the
-    /// unlinked entry of a sharded set) is freed at once instead of retired,
-    /// so a reader walking into the leaf under its pin holds freed memory
-    /// (the compact set at once; the leaf itself when the sweep drops its
-    /// candidate list). Property: nothing is freed while a pinned reader
-    /// holds it (sweeps on, a reader racing `unlink_if_stale`). The free
-    /// happens in the sweeper's own code, not in deferred work, so the
-    /// checker must watch every deallocation during the model, not only the
-    /// reclaimer's.
+    /// Sweep: the compact child set a sweep replaces when it unlinks a leaf
+    /// is freed at once instead of retired, so a reader walking into the
+    /// leaf under its pin holds freed memory. Property: nothing is freed
+    /// while a pinned reader holds it (sweeps on, a reader racing
+    /// `unlink_if_stale`: the loom model U1). The free happens in the
+    /// sweeper's own code, not in deferred work, so the checker must watch
+    /// every deallocation during the model, not only the reclaimer's.
     SweepFreesBeforeGrace = 16,
     /// Seqlock: a successful fast-path append does not bump the plan
     /// version, so a plan made before it (on the old tail) still commits.
@@ -136,6 +139,13 @@ pub enum Mutant {
     /// both looked up the same tail both append. Property: `one-append-wins`
     /// (the gate-level `two_appenders` model).
     AppendTrustsLookup = 31,
+    /// Sweep: the entry a sweep unlinks from a *sharded* child set is
+    /// dropped at once instead of through the reclaimer, so the leaf is
+    /// freed when the sweep drops its candidate list, while a reader that
+    /// walked into it under its pin may still read it. Property:
+    /// `no-free-while-held` (the loom model U3, whose parent holds three
+    /// children, a sharded set under the checkers' `COMPACT_MAX` of 2).
+    ShardedSweepFreesBeforeGrace = 33,
     /// Sweep: a finished sweep records its recount but never frees the
     /// in-flight flag (checked in `crtc::tree::sweep`), so no sweep can be
     /// claimed again. Property: `sweep-not-lost` (the `sweep_claim` model:
@@ -171,6 +181,15 @@ pub enum Mutant {
     /// reader's validation passes). Property: `race-free` (the pairs'
     /// tracked cells).
     SeqlockRelaxedLengthPublish = 43,
+    /// Epoch: an exclusive section (split, first child, children clear)
+    /// closes `seq` with a Relaxed store instead of Release, so a reader
+    /// that loads the closing (even) value is not ordered after the
+    /// section: it may read the snapshot from before the section with the
+    /// child map the section published, a view the node never had, and its
+    /// validation passes (`seq` unchanged). Property: `atomic-read` (the
+    /// loom reader model L2t, whose leaf repeats its local hashes, so the
+    /// old edge with the split's children credits blocks nobody holds).
+    EpochRelaxedSectionClose = 45,
     /// Tree: a compact child set is sorted again in place after it was
     /// published (a plain write after the publication), so a reader that
     /// loaded the set reads entries a writer is writing. Property:
@@ -211,6 +230,15 @@ pub enum Mutant {
     /// of them is lost. Must fail `accepted` or `read-bounds` (C4, C1) in the
     /// shuttle `indexer` model.
     RemovalDropsBeforeUnmap = 63,
+    /// Anchors: an anchor is created without the writers' lock (checked in
+    /// `crtc`'s `tree::anchor`), so two lanes that create the same anchor at
+    /// once both find it absent, each link a node of their own, and the
+    /// later publication of the map drops the other's node: the rank that
+    /// joined the dropped node holds an anchor no lookup finds, and its
+    /// stores under the anchor hang off that node. Must fail
+    /// `serial-outcome` (the loom model A1 in `loom_ranks`: the final
+    /// scores from the anchor miss that rank).
+    AnchorWritersUnlocked = 65,
     /// Rank removal: the indexer unmaps without first flushing its lanes
     /// (checked in `crtc`'s `indexer`), so a removed rank's event enqueued
     /// before the removal runs after the unmap, on a fresh slot, and
@@ -241,8 +269,9 @@ impl Mutant {
     pub const SLOTS: [Mutant; 2] = [Mutant::SlotCacheIgnoresUnmaps, Mutant::SlotStampAfterLookup];
 
     /// The mutants of the tree around the gates (run under every gate).
-    pub const TREE: [Mutant; 2] = [
+    pub const TREE: [Mutant; 3] = [
         Mutant::SweepFreesBeforeGrace,
+        Mutant::ShardedSweepFreesBeforeGrace,
         Mutant::ChildrenSortedAfterPublish,
     ];
 
@@ -260,7 +289,7 @@ impl Mutant {
     ];
 
     /// The mutants of the epoch gate.
-    pub const EPOCH: [Mutant; 10] = [
+    pub const EPOCH: [Mutant; 11] = [
         Mutant::EpochRelaxedPublish,
         Mutant::EpochRetireBeforeUnlink,
         Mutant::EpochLenBeforePairs,
@@ -271,6 +300,7 @@ impl Mutant {
         Mutant::EpochRelaxedCoverPublish,
         Mutant::EpochRelaxedDemotePublish,
         Mutant::EpochRelaxedLengthPublish,
+        Mutant::EpochRelaxedSectionClose,
     ];
 
     /// The mutants of rank removal on the real tree (`loom_ranks`).
@@ -279,6 +309,10 @@ impl Mutant {
     /// The mutants of the indexer's rank removal against its lanes (the
     /// shuttle `indexer` model).
     pub const INDEXER: [Mutant; 2] = [Mutant::RemovalDropsBeforeUnmap, Mutant::RemovalWithoutFlush];
+
+    /// The mutants of anchor creation (`crtc::tree::anchor`; `loom_ranks`'
+    /// A1).
+    pub const ANCHORS: [Mutant; 1] = [Mutant::AnchorWritersUnlocked];
 
     /// The mutants of the lanes' shared directory (`crtc::tree::store`):
     /// parent resolution and the store skip (`loom_ranks`' D1, the shuttle
@@ -289,7 +323,7 @@ impl Mutant {
     ];
 
     /// Every mutant, for lookups by name or id.
-    pub const ALL: [Mutant; 36] = [
+    pub const ALL: [Mutant; 39] = [
         Mutant::SkipInternalCheck,
         Mutant::ClearBitBeforeCutoff,
         Mutant::NoInvalidation,
@@ -326,6 +360,9 @@ impl Mutant {
         Mutant::SeqlockUnexcludedWriters,
         Mutant::RemovalDropsBeforeUnmap,
         Mutant::RemovalWithoutFlush,
+        Mutant::EpochRelaxedSectionClose,
+        Mutant::AnchorWritersUnlocked,
+        Mutant::ShardedSweepFreesBeforeGrace,
     ];
 
     /// The mutant with numeric id `id` (`Mutant as u8`; 0 is [`Mutant::None`]).

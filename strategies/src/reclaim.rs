@@ -72,6 +72,15 @@ pub unsafe trait Reclaim: Send + Sync + 'static {
         ptr.load(Ordering::Acquire)
     }
 
+    /// Notes that the pinned caller follows `ptr`, an object it reached
+    /// without [`Reclaim::protect`] (a child node behind an `Arc` held by a
+    /// child set it loaded), which must stay allocated until the caller
+    /// unpins. Real backends have nothing to do; the checkers' grace
+    /// reclaimer watches the object, so a free of it outside the reclaimer
+    /// while the caller is pinned fails the model.
+    #[inline]
+    fn borrowed<T>(_ptr: *const T) {}
+
     /// Runs what deferred work can run now. A pinned caller only delays it.
     fn collect() {
         for _ in 0..4 {

@@ -8,15 +8,21 @@
 //!   binary installs the quarantining allocator, so a snapshot retired while
 //!   still reachable fails the model instead of being read after it was
 //!   freed (`models::grace`);
-//! - the sweep models U1 and U2 (`models::unlink`), over the same gate.
+//! - the sweep models U1–U3 (`models::unlink`), over the same gate.
+//!
+//! The reader model L2t (a split of a node whose local hashes repeat) is
+//! where the exclusive sections' `seq` word shows: a reader that pairs the
+//! old snapshot with the split's child map scores blocks nobody holds.
 //!
 //! Negative controls: the epoch mutants (a Relaxed snapshot
 //! publication, for every snapshot, a coverage-only one or a demoting
 //! append's; a retire before the unlink; `len` before the pairs, or
 //! published Relaxed; writers without the per-node exclusion; a fast append
 //! without a plan bump; a live length followed without re-validation; a
-//! replaced snapshot's length used) and the tree's (a sweep that frees
-//! before the grace period, a child set written after its publication),
+//! replaced snapshot's length used; an exclusive section closing `seq`
+//! Relaxed, caught by L2t) and the tree's (a sweep that frees a compact set
+//! or drops a sharded set's entry before the grace period, caught by U1 and
+//! U3; a child set written after its publication),
 //! each in a child process, each caught by the property
 //! `models::suites::loom_catch` names.
 

@@ -9,7 +9,10 @@
 //!
 //! Also the lane directory's model D1
 //! (`crtc_verification::models::directory`): two ranks of one lane share
-//! its entries while another lane stores on the same node.
+//! its entries while another lane stores on the same node; and anchor
+//! creation's model A1 (`crtc_verification::models::anchors`): two lanes
+//! create the same anchor, one then looks it up while the other stores
+//! under it.
 //!
 //! Negative controls (`ranks_negative_controls_fail`), each in a child
 //! process of this binary: `SlotRecycledBeforeGrace` (a released slot
@@ -17,15 +20,17 @@
 //! make R1 fail `read-bounds`; `SharedEntrySkipsCoverage` (parent resolution
 //! without the storing rank's coverage check) must make D1 fail
 //! `read-bounds`, and `StoreSkipPastLaneCoverage` (the store skip counting
-//! every slot's coverage, not the lane's) `accepted`.
+//! every slot's coverage, not the lane's) `accepted`;
+//! `AnchorWritersUnlocked` (anchor creation without the writers' lock) must
+//! make A1 fail `serial-outcome`.
 
 #![cfg(crtc_loom)]
 
 use crtc_strategies::RwLockGate;
-use crtc_verification::models::directory;
 use crtc_verification::models::grace::{self, GraceReclaim, QuarantineAlloc};
 use crtc_verification::models::ranks::RankModel;
 use crtc_verification::models::Suite;
+use crtc_verification::models::{anchors, directory};
 
 #[global_allocator]
 static ALLOC: QuarantineAlloc = QuarantineAlloc;
@@ -49,7 +54,7 @@ fn suite() -> Suite {
         models: RankModel::ALL
             .iter()
             .map(|m| m.named::<G>(Loom))
-            .chain([directory::named::<G>(Loom)])
+            .chain([directory::named::<G>(Loom), anchors::named::<G>(Loom)])
             .collect(),
     }
 }
@@ -67,6 +72,11 @@ fn r2_cleared_vs_split_and_reader() {
 #[test]
 fn d1_shared_directory_vs_other_lane() {
     suite().report(directory::NAME);
+}
+
+#[test]
+fn a1_anchor_creation_vs_creation_and_lookup() {
+    suite().report(anchors::NAME);
 }
 
 #[test]

@@ -4,16 +4,16 @@
 //! code's interleavings. The models live in `crtc_verification::models`,
 //! generic over the gate; this file instantiates them for `RwLockGate`:
 //!
-//! - L1–L4 on the real tree (`models::tree`): a fast append against a
-//!   reader, a divergent split, a removal, a racing append, a planned
-//!   extension; reads during the writes stay within their bounds and the
+//! - L1–L5 on the real tree (`models::tree`): a fast append against a
+//!   reader, a divergent split (L2t: of a node whose local hashes repeat),
+//!   a removal, a racing append, a planned extension; reads during the writes stay within their bounds and the
 //!   final state is a serial outcome;
 //! - the gate-level models (`models::gate`): a reader against a split, a
 //!   demoting append and a pure append (the read is the state before or
 //!   after, never a mix), and two racing appenders (exactly one wins);
 //! - the sweep models (`models::unlink`): the stale-leaf sweep unlinking a
-//!   leaf while a reader walks into it (U1) and while a store revives it
-//!   and appends at its tail (U2).
+//!   leaf while a reader walks into it (U1; U3 from a sharded child set)
+//!   and while a store revives it and appends at its tail (U2).
 //!
 //! Every model runs over `RwLockGate<GraceReclaim>`: the grace-period
 //! reclaimer frees as soon as every pin older than the retire ended, and
@@ -30,7 +30,8 @@
 //! (`Mutant::RWLOCK` and `Mutant::RWLOCK_LOOM`: a fast path that never hits,
 //! caught by `fast-hits`, and an append that trusts the caller's lookup,
 //! caught by `one-append-wins`), and the tree's `SweepFreesBeforeGrace`
-//! (caught by U1) and `ChildrenSortedAfterPublish` (caught by L2r on
+//! (caught by U1), `ShardedSweepFreesBeforeGrace` (caught by U3) and
+//! `ChildrenSortedAfterPublish` (caught by L2r on
 //! `race-free`), each run against the models `models::suites::loom_catch`
 //! names, each in a child process of this test binary, and each must make
 //! one fail its property. `CRTC_MUTANT_MATRIX=1` runs every

@@ -16,15 +16,18 @@
 //!
 //! Every model runs over `SeqlockGate<GraceReclaim>` with the quarantining
 //! allocator (`models::grace`), so an out-of-line array freed while a
-//! pinned reader holds it fails the model; the sweep models U1 and U2 run
-//! the stale-leaf sweep against a reader and a store (`models::unlink`).
+//! pinned reader holds it fails the model; the sweep models U1–U3 run
+//! the stale-leaf sweep against a reader (U3: from a sharded child set) and
+//! a store (`models::unlink`).
 //!
-//! Negative controls: the eight seqlock mutants (no Acquire fence in the
+//! Negative controls: the nine seqlock mutants (no Acquire fence in the
 //! reader, no Release fence after the writer locks, `len` before the pairs
 //! or published Relaxed, a demoting append or a split without a version
-//! bump, a fast append without a plan bump, an array retired before it is
-//! unpublished) and the tree's (a sweep that frees before the grace period,
-//! a child set written after its publication), each in a child
+//! bump — the split caught by the tree model L2t —, a fast append without a
+//! plan bump, an array retired before it is unpublished, writers without
+//! the lock's compare-and-swap) and the tree's (a sweep that frees a compact
+//! set or drops a sharded set's entry before the grace period, a child set
+//! written after its publication), each in a child
 //! process, each caught by the property
 //! `models::suites::loom_catch` names. The pure-append
 //! model also checks that a pure append never makes a reader restart.
@@ -65,7 +68,7 @@ type G = SeqlockGate<GraceReclaim>;
 /// reader to it.
 fn budget(model: Model) -> Budget {
     match model {
-        Model::L1 | Model::L2r | Model::L3r => Budget::full(Reads::First),
+        Model::L1 | Model::L2r | Model::L3r | Model::L2t => Budget::full(Reads::First),
         Model::L4b => Budget::full(Reads::None),
         _ => Budget {
             reads: Reads::First,

@@ -3,14 +3,15 @@
 //! the verification crate's, instantiated through its exported
 //! `loom_gate_tests!` as for the gates of `crtc-strategies`
 //! (`verification/tests/loom_rwlock.rs`): L1–L5 on the real tree, the
-//! gate-level torn-read and two-appender models, and the sweep models U1 and
-//! U2, every one over `MutexGate<GraceReclaim>` with the quarantining
+//! gate-level torn-read and two-appender models, and the sweep models U1–U3,
+//! every one over `MutexGate<GraceReclaim>` with the quarantining
 //! allocator, so a block freed while a pinned thread holds it fails the model.
 //!
 //! Negative controls (`loom_mutants_are_caught`): the generic decode-append
 //! mutants this gate honours (an append to an internal node, an append that
 //! does not invalidate older plans, checks made before the section) and the
-//! tree's `SweepFreesBeforeGrace`, each in a child process, must each fail
+//! tree's `SweepFreesBeforeGrace` and `ShardedSweepFreesBeforeGrace`, each
+//! in a child process, must each fail
 //! the property `models::suites::loom_catch` names. The tree's
 //! `ChildrenSortedAfterPublish` is not among them: every section of this
 //! gate, a reader's included, holds the node's mutex, so a child set
@@ -49,5 +50,6 @@ crtc_verification::loom_gate_tests! {
         Mutant::NoInvalidation,
         Mutant::TailCheckOutsideSection,
         Mutant::SweepFreesBeforeGrace,
+        Mutant::ShardedSweepFreesBeforeGrace,
     ],
 }

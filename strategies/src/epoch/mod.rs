@@ -242,8 +242,16 @@ impl<'a> Exclusive<'a> {
 
 impl Drop for Exclusive<'_> {
     fn drop(&mut self) {
-        // Release: a reader that loads the even value sees the section's stores.
-        self.seq.store(self.opened + 2, Ordering::Release);
+        // Release: a reader that loads the even value sees the section's
+        // stores. (Mutant `EpochRelaxedSectionClose`: Relaxed, so a reader
+        // may load the even value with an older snapshot and the section's
+        // child map.)
+        let order = if mutant!(EpochRelaxedSectionClose) {
+            Ordering::Relaxed
+        } else {
+            Ordering::Release
+        };
+        self.seq.store(self.opened + 2, order);
     }
 }
 
@@ -430,13 +438,18 @@ impl<R: Reclaim> EpochGate<R> {
         if !self.plan_matches(version) {
             return Err(Stale);
         }
-        let _section = exclusive.then(|| Exclusive::open(&self.seq));
+        let section = exclusive.then(|| Exclusive::open(&self.seq));
         // SAFETY: `lock` guards `self.writers.lock` (but under the mutant
         // `EpochUnexcludedWriters`, broken on purpose).
         let cur = unsafe { self.locked(&lock) };
         let mut writer = Writer::new(cur);
         let (value, shape_changed) = f(&mut writer);
         let replaced = self.publish(cur, writer.finish());
+        // The section ends with its last store a reader can see: the retire
+        // below is the reclaimer's business, and a reclaimer that fences
+        // there (crossbeam's full bag, the checkers' grace reclaimer) would
+        // otherwise order readers after the section in `seq`'s place.
+        drop(section);
         // SAFETY: `publish` unpublished it, and `cur` is not used again.
         unsafe { Self::retire(replaced) };
         if shape_changed {

@@ -254,23 +254,13 @@ unsafe impl Reclaim for GraceReclaim {
         check_direct_frees();
         // Acquire: pairs with the Release publication of the pointee.
         let loaded = ptr.load(Ordering::Acquire);
-        let address = loaded as usize;
-        if quarantine::holds(address) {
-            violated!(
-                Property::NoFreeWhileHeld,
-                "grace reclaimer: a pinned reader loaded {address:#x}, which the \
-                 reclaimer already freed (retired while still reachable?)"
-            );
-        }
-        let me = current_thread();
-        with_state(|s| {
-            let entry = (me, address);
-            if !s.loaded.contains(&entry) {
-                s.loaded.push(entry);
-                watch_loaded(s);
-            }
-        });
+        hold_for_pin(loaded as usize);
         loaded
+    }
+
+    fn borrowed<T>(ptr: *const T) {
+        check_direct_frees();
+        hold_for_pin(ptr as usize);
     }
 
     fn collect() {
@@ -319,6 +309,26 @@ impl Drop for GraceGuard {
         }
         run_ready();
     }
+}
+
+/// Records that the current (pinned) thread holds `address` until it
+/// unpins; fails the model if the reclaimer already freed it.
+fn hold_for_pin(address: usize) {
+    if quarantine::holds(address) {
+        violated!(
+            Property::NoFreeWhileHeld,
+            "grace reclaimer: a pinned reader loaded {address:#x}, which the \
+             reclaimer already freed (retired while still reachable?)"
+        );
+    }
+    let me = current_thread();
+    with_state(|s| {
+        let entry = (me, address);
+        if !s.loaded.contains(&entry) {
+            s.loaded.push(entry);
+            watch_loaded(s);
+        }
+    });
 }
 
 /// Tells the allocator which blocks pinned threads hold (every entry of
@@ -737,14 +747,16 @@ mod quarantine {
     }
 
     /// Records a free of a watched block outside deferred work; returns
-    /// whether `address` is watched.
-    fn note_direct_free(address: usize) -> bool {
+    /// whether the `size` bytes at `address` hold a watched address (an
+    /// object inside the block, such as the value of an `Arc`, counts).
+    fn note_direct_free(address: usize, size: usize) -> bool {
         WATCHED
             .try_with(|w| {
                 let Ok(mut watched) = w.try_borrow_mut() else {
                     return false;
                 };
-                let hit = watched.blocks[..watched.len].contains(&address);
+                let inside = |a: &usize| (address..address + size.max(1)).contains(a);
+                let hit = watched.blocks[..watched.len].iter().any(inside);
                 if hit && watched.direct_free.is_none() {
                     watched.direct_free = Some(address);
                 }
@@ -758,7 +770,7 @@ mod quarantine {
     /// recorded as a direct free); returns whether it did.
     pub(super) fn hold(ptr: *mut u8, layout: Layout) -> bool {
         let capturing = CAPTURING.try_with(Cell::get).unwrap_or(false);
-        if !capturing && !note_direct_free(ptr as usize) {
+        if !capturing && !note_direct_free(ptr as usize, layout.size()) {
             return false;
         }
         HELD.try_with(|h| {

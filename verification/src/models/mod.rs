@@ -19,6 +19,8 @@
 //!   racing a split and a reader, with the removed rank's slot reused;
 //! - [`directory`] (loom): two ranks of one lane sharing its directory on
 //!   the real tree, against another lane's store on the same node;
+//! - [`anchors`] (loom): two lanes creating the same anchor on the real
+//!   tree, one of them then looking it up;
 //! - [`unlink`] (loom): the stale-leaf sweep on the real tree, racing a
 //!   reader and a store on the leaf it unlinks;
 //! - [`scenarios`] (shuttle): whole-tree scenarios checked against the
@@ -41,6 +43,8 @@
 //! model's threads on the test's OS thread; a test that reads process-wide
 //! statistics runs alone in a child process ([`alone`]).
 
+#[cfg(crtc_loom)]
+pub mod anchors;
 pub mod controls;
 #[cfg(crtc_loom)]
 pub mod directory;

@@ -5,7 +5,7 @@
 //!
 //! - [`loom_gate_tests!`](crate::loom_gate_tests) expands to one `#[test]`
 //!   per tree model (L1–L4 with the reader models L2r and L3r, the sweep
-//!   models U1 and U2) and per gate-level model (torn reads against a split,
+//!   models U1–U3) and per gate-level model (torn reads against a split,
 //!   a demoting append and a pure append, in place and into a new buffer;
 //!   two appenders), the serial-outcome check, and the negative controls
 //!   (the suite's lists in [`LOOM_SUITES`], caught as [`loom_catch`] says).
@@ -62,6 +62,7 @@ macro_rules! loom_gate_tests {
             l1_fast_append_vs_reader => "L1",
             l2r_reader_vs_divergent_split => "L2r",
             l3r_reader_vs_removal => "L3r",
+            l2t_reader_vs_split_of_repeated_locals => "L2t",
             l2_fast_append_vs_divergent_split => "L2",
             l3_fast_append_vs_removal => "L3",
             l4a_racing_appends_on_a_shared_leaf => "L4a",
@@ -74,6 +75,7 @@ macro_rules! loom_gate_tests {
             gate_two_appenders => "two_appenders",
             u1_reader_vs_unlink => "U1",
             u2_store_and_append_vs_unlink => "U2",
+            u3_reader_vs_unlink_from_sharded_set => "U3",
         }
 
         /// Reads the process-wide retry counters, so it runs alone in a
@@ -297,7 +299,7 @@ pub const LOOM_SUITES: [SuiteMutants; 6] = [
     },
     SuiteMutants {
         suite: "ranks",
-        lists: &[&Mutant::RANKS, &Mutant::DIRECTORY],
+        lists: &[&Mutant::RANKS, &Mutant::DIRECTORY, &Mutant::ANCHORS],
     },
 ];
 
@@ -338,9 +340,10 @@ pub fn loom_catch(mutant: Mutant) -> Catch {
         Mutant::LenBeforePairs => (RaceFree, &["pure_append", "demote_in_place"]),
         Mutant::SeqlockRelaxedLengthPublish => (RaceFree, &["pure_append", "L1"]),
         Mutant::DemotingAppendWithoutBump => (AtomicRead, &["demote", "demote_in_place", "L1"]),
-        // The tree models do not reach it at the CI budgets: L2r (whole)
-        // and L2 with its reader (30 000 executions) both pass under it.
-        Mutant::SplitWithoutBump => (AtomicRead, &["split"]),
+        // L2t's leaf repeats its local hashes, so the torn view (the old
+        // edge with the split's child map) overcounts; L2r's distinct
+        // hashes score the torn views like the before or after state.
+        Mutant::SplitWithoutBump => (AtomicRead, &["L2t"]),
         Mutant::SeqlockAppendWithoutPlanBump => (SerialOutcome, &["L4b"]),
         Mutant::SeqlockRetireBeforeUnpublish => (NoFreeWhileHeld, &["pure_grow"]),
         // Both appenders pass the eligibility check before either pushes.
@@ -351,6 +354,9 @@ pub fn loom_catch(mutant: Mutant) -> Catch {
         Mutant::EpochRelaxedCoverPublish => (RaceFree, &["L3r", "L5"]),
         Mutant::EpochRelaxedDemotePublish => (RaceFree, &["demote_in_place", "L1"]),
         Mutant::EpochRelaxedLengthPublish => (RaceFree, &["pure_append", "L1"]),
+        // The reader loads the closing `seq`, then the snapshot from
+        // before the split with its new child map.
+        Mutant::EpochRelaxedSectionClose => (AtomicRead, &["L2t"]),
         // The stale plan extends B over A's block: the concurrent reader
         // credits B with a block it never stored (C1) before the final
         // state is checked.
@@ -359,6 +365,7 @@ pub fn loom_catch(mutant: Mutant) -> Catch {
         Mutant::EpochUnexcludedWriters => (NoFreeWhileHeld, &["two_appenders", "L4a"]),
         Mutant::EpochReadsReplacedSnapshotLength => (ReadYourWrites, &["L5"]),
         Mutant::SweepFreesBeforeGrace => (NoFreeWhileHeld, &["U1"]),
+        Mutant::ShardedSweepFreesBeforeGrace => (NoFreeWhileHeld, &["U3"]),
         Mutant::ChildrenSortedAfterPublish => (RaceFree, &["L2r", "L2"]),
         Mutant::RacySweepClaim => (OneSweep, &["sweep_claim"]),
         Mutant::SweepFinishKeepsFlag => (SweepNotLost, &["sweep_claim"]),
@@ -371,6 +378,9 @@ pub fn loom_catch(mutant: Mutant) -> Catch {
         // lane covered first.
         Mutant::SharedEntrySkipsCoverage => (ReadBounds, &["D1"]),
         Mutant::StoreSkipPastLaneCoverage => (Accepted, &["D1"]),
+        // Both lanes find the anchor absent and link a node each; the rank
+        // on the node the map dropped scores nothing from the anchor.
+        Mutant::AnchorWritersUnlocked => (SerialOutcome, &["A1"]),
         // No loom model runs the indexer's lane threads (SHUTTLE_ONLY).
         Mutant::RemovalDropsBeforeUnmap => (Accepted, &[]),
         Mutant::RemovalWithoutFlush => (ReadBounds, &[]),
@@ -393,7 +403,7 @@ pub fn loom_emits(model: &str) -> Option<&'static [Property]> {
     use Property::*;
     Some(match model {
         // The reader models: one read, the before or after scores.
-        "L1" | "L2r" | "L3r" => &[AtomicRead, Accepted, SerialOutcome, FastHits],
+        "L1" | "L2r" | "L3r" | "L2t" => &[AtomicRead, Accepted, SerialOutcome, FastHits],
         // A reader within its bounds while the writers run.
         "L2" | "L3" | "L4a" | "L4b" => &[ReadBounds, Accepted, SerialOutcome, FastHits],
         "L5" => &[
@@ -407,7 +417,7 @@ pub fn loom_emits(model: &str) -> Option<&'static [Property]> {
             &[AtomicRead, SerialOutcome]
         }
         "two_appenders" => &[OneAppendWins, SerialOutcome],
-        "U1" => &[OneSweep, AtomicRead, Accepted, SerialOutcome, FastHits],
+        "U1" | "U3" => &[OneSweep, AtomicRead, Accepted, SerialOutcome, FastHits],
         "U2" => &[OneSweep, Accepted, SerialOutcome, FastHits],
         "sweep_claim" => &[OneSweep, SweepNotLost],
         "slot_reuse" => &[SlotOwned],
@@ -416,6 +426,9 @@ pub fn loom_emits(model: &str) -> Option<&'static [Property]> {
         // A lane's own read within its bounds, its events' verdicts those of
         // the reference model, the final membership the reference model's.
         "D1" => &[ReadBounds, Accepted, SerialOutcome],
+        // The final state from the anchor, then the creating lane's own
+        // lookup (its own anchor, the other lane's at most).
+        "A1" => &[SerialOutcome, Accepted, ReadYourWrites, ReadBounds],
         _ => return None,
     })
 }
@@ -436,13 +449,15 @@ pub const SHUTTLE_ONLY: [Mutant; 2] =
 /// against every scenario of its suite. Shuttle runs every atomic as
 /// SeqCst and its cells are untracked, so the ordering and plain-data
 /// mutants are loom's alone ([`shuttle_catch`] says which).
-
 pub const SHUTTLE_SUITES: [SuiteMutants; 4] = [
     SuiteMutants {
         suite: "rwlock",
         lists: &[
             &Mutant::RWLOCK,
-            &[Mutant::SweepFreesBeforeGrace],
+            &[
+                Mutant::SweepFreesBeforeGrace,
+                Mutant::ShardedSweepFreesBeforeGrace,
+            ],
             &Mutant::DIRECTORY,
         ],
     },
@@ -454,7 +469,10 @@ pub const SHUTTLE_SUITES: [SuiteMutants; 4] = [
                 Mutant::SplitWithoutBump,
                 Mutant::SeqlockRetireBeforeUnpublish,
             ],
-            &[Mutant::SweepFreesBeforeGrace],
+            &[
+                Mutant::SweepFreesBeforeGrace,
+                Mutant::ShardedSweepFreesBeforeGrace,
+            ],
             &Mutant::DIRECTORY,
         ],
     },
@@ -465,6 +483,9 @@ pub const SHUTTLE_SUITES: [SuiteMutants; 4] = [
                 Mutant::EpochUnexcludedWriters,
                 Mutant::EpochRetireBeforeUnlink,
             ],
+            // Not ShardedSweepFreesBeforeGrace: it survived every scenario
+            // at the CI budget (1,800 schedules each) under this gate; loom's
+            // U3 catches it under every gate, shuttle under the other two.
             &[Mutant::SweepFreesBeforeGrace],
             &Mutant::DIRECTORY,
         ],
@@ -518,7 +539,8 @@ pub fn shuttle_catch(mutant: Mutant) -> Option<Property> {
         // reclaimer's quarantine reports.
         Mutant::SeqlockRetireBeforeUnpublish
         | Mutant::EpochRetireBeforeUnlink
-        | Mutant::SweepFreesBeforeGrace => NoFreeWhileHeld,
+        | Mutant::SweepFreesBeforeGrace
+        | Mutant::ShardedSweepFreesBeforeGrace => NoFreeWhileHeld,
         // Two writers on one node: since the lane directory (issue 35) the
         // lost write first shows as a store refused in `mixed` (its lane has
         // no entry for its parent), before two writers retire one snapshot.
@@ -540,6 +562,7 @@ pub fn shuttle_catch(mutant: Mutant) -> Option<Property> {
         | Mutant::EpochRelaxedCoverPublish
         | Mutant::EpochRelaxedDemotePublish
         | Mutant::EpochRelaxedLengthPublish
+        | Mutant::EpochRelaxedSectionClose
         | Mutant::ChildrenSortedAfterPublish => return None,
         // Properties the scenarios do not check (fast-path counts, the
         // two-appender outcome).
@@ -559,6 +582,8 @@ pub fn shuttle_catch(mutant: Mutant) -> Option<Property> {
         | Mutant::SlotCacheIgnoresUnmaps
         | Mutant::SlotStampAfterLookup
         | Mutant::SlotRecycledBeforeGrace => return None,
+        // No shuttle scenario creates anchors (loom's A1 does).
+        Mutant::AnchorWritersUnlocked => return None,
     })
 }
 

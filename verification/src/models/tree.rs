@@ -10,6 +10,18 @@
 //!   (B 3), nothing else. The reader half of L2, on its own.
 //! - **L3r** B evicts `[3,4]` while a reader scores `[1,2,3,4]`: before (B 4)
 //!   or after (B 2). The reader half of L3, on its own.
+//! - **L2t** (its own setup: A and B full on the node `[1,2,1,2]`, whose
+//!   local hashes repeat, and A's `[5]`, `[6]` and `[7]` under it: three
+//!   children, a sharded set under the checkers' `COMPACT_MAX` of 2) B
+//!   stores `[9]` under `[1,2]` (a split at 2: the prefix `[1,2]` with the
+//!   children `[1,2]`, which takes the sharded set, and `[9]`) while a
+//!   reader scores `[1,2,1,2,1,2]`: A 4 and B 4 before and after, and
+//!   nothing else. The split changes no score of that query; what it rules out is a
+//!   torn view: the old edge with the new child map walks on into the
+//!   suffix `[1,2]` (A and B 6, blocks nobody holds), the new edge with the
+//!   child map from before (or the one emptied by the hand-off) stops at 2.
+//!   With distinct local hashes both views score like the before or after
+//!   state, which is why L2r cannot see them.
 //! - **L2** A appends `[5]`, then stores `[7]` under `[1,2]`; B stores `[9]`
 //!   under `[1,2]`. Both divergent stores split the leaf at 2.
 //! - **L3** A appends `[5]` under 4 while B evicts `[3,4]` of the shared leaf.
@@ -64,8 +76,18 @@ use std::ops::RangeInclusive;
 const A: u64 = 1;
 const B: u64 = 2;
 const LEAF: [u64; 4] = [1, 2, 3, 4];
+/// L2t's leaf: its local hashes repeat, so a torn view scores differently.
+const TORN_LEAF: [u64; 4] = [1, 2, 1, 2];
+/// The query the L2t reader scores: the leaf, and its suffix once more.
+const TORN_QUERY: [u64; 6] = [1, 2, 1, 2, 1, 2];
+/// A's children under L2t's node: one more than a compact set holds under
+/// the checkers, so the split moves a sharded set.
+const TORN_CHILDREN: [u64; 3] = [5, 6, 7];
 /// The query the L1 reader scores.
 const L1_QUERY: [u64; 5] = [1, 2, 3, 4, 5];
+/// A model's name, the events of each thread and the queries of its final
+/// state (see [`Scenario`]).
+type Parts = (&'static str, Vec<Vec<RouterEvent>>, Vec<Vec<u64>>);
 /// The query A scores after its own appends in L5.
 const L5_QUERY: [u64; 6] = [1, 2, 3, 4, 5, 6];
 
@@ -142,6 +164,8 @@ pub enum Model {
     L2r,
     /// Reader vs a removal on the leaf (B's removal of L3).
     L3r,
+    /// Reader vs a split of a leaf whose local hashes repeat.
+    L2t,
     /// Fast append vs divergent stores splitting the leaf.
     L2,
     /// Fast append vs removal on the leaf.
@@ -166,10 +190,11 @@ pub struct Preliminary {
 
 impl Model {
     /// Every model.
-    pub const ALL: [Model; 8] = [
+    pub const ALL: [Model; 9] = [
         Model::L1,
         Model::L2r,
         Model::L3r,
+        Model::L2t,
         Model::L2,
         Model::L3,
         Model::L4a,
@@ -180,7 +205,14 @@ impl Model {
     /// Whether the model is a single reader against one writer, whose read
     /// must equal the scores before or after the write.
     pub fn is_reader_model(self) -> bool {
-        matches!(self, Model::L1 | Model::L2r | Model::L3r)
+        matches!(self, Model::L1 | Model::L2r | Model::L3r | Model::L2t)
+    }
+
+    /// Whether the write changes the reader's scores (every reader model
+    /// but L2t, whose write changes no score of its query: there the check
+    /// is that no torn view shows).
+    fn write_changes_read(self) -> bool {
+        self.is_reader_model() && self != Model::L2t
     }
 
     /// Short name.
@@ -189,6 +221,7 @@ impl Model {
             Model::L1 => "L1",
             Model::L2r => "L2r",
             Model::L3r => "L3r",
+            Model::L2t => "L2t",
             Model::L2 => "L2",
             Model::L3 => "L3",
             Model::L4a => "L4a",
@@ -198,15 +231,37 @@ impl Model {
     }
 
     /// Both ranks full on the leaf `[1,2,3,4]`: A on lane 0, B on lane 1
-    /// (L5: B holds `[1,2]` of it).
+    /// (L5: B holds `[1,2]` of it; L2t: the node is `[1,2,1,2]`, with A's
+    /// three children under it).
     fn setup(self) -> Vec<(usize, RouterEvent)> {
-        let b_holds: &[u64] = if self == Model::L5 { &[1, 2] } else { &LEAF };
-        vec![(0, store(A, &[], &LEAF)), (1, store(B, &[], b_holds))]
+        let leaf: &[u64] = if self == Model::L2t {
+            &TORN_LEAF
+        } else {
+            &LEAF
+        };
+        let b_holds: &[u64] = if self == Model::L5 { &[1, 2] } else { leaf };
+        let mut setup = vec![(0, store(A, &[], leaf)), (1, store(B, &[], b_holds))];
+        if self == Model::L2t {
+            setup.extend(TORN_CHILDREN.map(|c| (0, store(A, &TORN_LEAF, &[c]))));
+        }
+        setup
     }
 
     /// The model's scenario.
     pub fn scenario(self) -> Scenario {
-        let (name, threads, queries): (_, Vec<Vec<_>>, Vec<Vec<u64>>) = match self {
+        let (name, threads, queries) = self.reader_parts().unwrap_or_else(|| self.writer_parts());
+        Scenario {
+            name,
+            setup: self.setup(),
+            threads,
+            queries,
+        }
+    }
+
+    /// A reader model's name, threads (the writer is the second) and
+    /// queries (the reader's first); `None` for the other models.
+    fn reader_parts(self) -> Option<Parts> {
+        Some(match self {
             Model::L1 => (
                 "fast append vs reader",
                 vec![vec![store(A, &LEAF, &[5])], vec![]],
@@ -222,6 +277,24 @@ impl Model {
                 vec![vec![], vec![remove(B, &[1, 2], &[3, 4])]],
                 vec![LEAF.to_vec(), vec![1, 2]],
             ),
+            Model::L2t => (
+                "reader vs a split of a leaf whose local hashes repeat",
+                vec![vec![], vec![store(B, &[1, 2], &[9])]],
+                vec![
+                    TORN_QUERY.to_vec(),
+                    TORN_LEAF.to_vec(),
+                    vec![1, 2, 9],
+                    vec![1, 2, 1, 2, 6],
+                ],
+            ),
+            _ => return None,
+        })
+    }
+
+    /// The name, threads and queries of a model with writers on both
+    /// threads (every model but the reader models).
+    fn writer_parts(self) -> Parts {
+        match self {
             Model::L2 => (
                 "fast append vs divergent store splitting the leaf",
                 vec![
@@ -265,12 +338,7 @@ impl Model {
                 ],
                 vec![L5_QUERY.to_vec(), LEAF.to_vec()],
             ),
-        };
-        Scenario {
-            name,
-            setup: self.setup(),
-            threads,
-            queries,
+            _ => unreachable!("{} is a reader model", self.name()),
         }
     }
 
@@ -283,7 +351,7 @@ impl Model {
             // A's append always finds A full on the tail.
             Model::L1 | Model::L3 => 1..=1,
             // No store at a tail.
-            Model::L2r | Model::L3r => 0..=0,
+            Model::L2r | Model::L3r | Model::L2t => 0..=0,
             // A's `[5]` misses after B's split (stale entry); `[7]` never hits.
             Model::L2 => 0..=1,
             // Exactly one of the two appends wins.
@@ -341,13 +409,19 @@ impl Model {
             let after = &preliminary.serial[0].scores[0].1;
             assert_eq!(after, &vec![(a, 5), (b, 4)], "L1 after");
         }
-        if self.is_reader_model() {
+        if self.write_changes_read() {
             assert_ne!(
                 preliminary.before,
                 preliminary.serial[0].scores[0].1,
                 "{}: the write must change the reader's scores",
                 self.name()
             );
+        }
+        if self == Model::L2t {
+            let (a, b) = (rank(A), rank(B));
+            assert_eq!(preliminary.before, vec![(a, 4), (b, 4)], "L2t before");
+            let after = &preliminary.serial[0].scores[0].1;
+            assert_eq!(after, &preliminary.before, "L2t after");
         }
         let scenario = self.scenario();
         let reads = budget.reads;

@@ -14,6 +14,12 @@
 //!   walks through `[1,2]`'s child map into the leaf. The read is the scores
 //!   before and after (A 2, B 2; the unlink changes no score), the sweep
 //!   unlinks the leaf, and the final state is the serial outcome.
+//! - **U3** U1 with A's `[6]` stored under `[1,2]` first, so `[1,2]` has
+//!   three children: a sharded set under the checkers' `COMPACT_MAX` of 2
+//!   (a compact one of up to four in production). The sweep unlinks the
+//!   leaf from the shard (the reclaimer drops its entry) and republishes the
+//!   two children left as a compact set (the sharded one retired) while the
+//!   reader walks through the shard into the leaf.
 //! - **U2** a sweep races B storing `[4,5]` under `[1,2]` again (the store
 //!   revives the leaf, or re-plans when it finds the leaf marked unlinked),
 //!   then appending `[6]` at its tail (the fast path). Both stores are
@@ -21,11 +27,13 @@
 //!   before, between or after B's stores), and B's append is the one
 //!   fast-path hit.
 //!
-//! Negative control: `SweepFreesBeforeGrace` (the sweep frees the child map
-//! it replaces at once, and the unlinked leaf when it drops its candidates)
-//! is caught by U1 as `no-free-while-held` in CI, under every gate; U2
-//! catches it too, on the same property (`CRTC_MUTANT_MATRIX=1 .ci/loom.sh
-//! mutants` runs it there).
+//! Negative controls: `SweepFreesBeforeGrace` (the sweep frees the compact
+//! child set it replaces at once) is caught by U1 as `no-free-while-held`
+//! in CI, under every gate; U2 catches it too, on the same property
+//! (`CRTC_MUTANT_MATRIX=1 .ci/loom.sh mutants` runs it there).
+//! `ShardedSweepFreesBeforeGrace` (the sweep drops the entry it unlinks
+//! from a sharded set at once, so the leaf is freed with its candidate
+//! list) is caught by U3 on the same property.
 
 use super::{
     check_accepted_and_serial, grace, is_fast, model_config, observe, query, remove, run_once,
@@ -51,6 +59,8 @@ pub enum UnlinkModel {
     U1,
     /// A store reviving the leaf and a fast append on it, racing the unlink.
     U2,
+    /// U1 with the leaf's parent holding a sharded child set.
+    U3,
 }
 
 /// What the one-execution run computes for a model.
@@ -64,13 +74,14 @@ struct Expected {
 
 impl UnlinkModel {
     /// Every sweep model.
-    pub const ALL: [UnlinkModel; 2] = [UnlinkModel::U1, UnlinkModel::U2];
+    pub const ALL: [UnlinkModel; 3] = [UnlinkModel::U1, UnlinkModel::U2, UnlinkModel::U3];
 
     /// Short name.
     pub fn name(self) -> &'static str {
         match self {
             UnlinkModel::U1 => "U1",
             UnlinkModel::U2 => "U2",
+            UnlinkModel::U3 => "U3",
         }
     }
 
@@ -79,20 +90,31 @@ impl UnlinkModel {
         match self {
             UnlinkModel::U1 => "reader walking into a leaf being unlinked",
             UnlinkModel::U2 => "store and fast append on a leaf racing its unlink",
+            UnlinkModel::U3 => "reader walking into a leaf being unlinked from a sharded set",
         }
     }
 
     /// B's events, run concurrently with the sweep (none in U1).
     fn stores(self) -> Vec<RouterEvent> {
         match self {
-            UnlinkModel::U1 => Vec::new(),
+            UnlinkModel::U1 | UnlinkModel::U3 => Vec::new(),
             UnlinkModel::U2 => vec![store(B, &[1, 2], &[4, 5]), store(B, &INTO_LEAF, &[6])],
         }
     }
 
     /// The queries of the final-state observation.
     fn queries() -> Vec<Vec<u64>> {
-        vec![vec![1, 2, 4, 5, 6], vec![1, 2, 3], vec![1, 2]]
+        vec![
+            vec![1, 2, 4, 5, 6],
+            vec![1, 2, 3],
+            vec![1, 2, 6],
+            vec![1, 2],
+        ]
+    }
+
+    /// Whether a reader walks into the leaf (U1, U3).
+    fn reads(self) -> bool {
+        self != UnlinkModel::U2
     }
 
     /// The model as a [`NamedModel`] for gate `G`.
@@ -129,13 +151,13 @@ impl UnlinkModel {
     /// every position among B's stores, on fresh trees with the fast path
     /// off.
     fn expected<G: ShapeGate>(self) -> Expected {
-        let (tree, lanes) = prepare::<G>(false);
+        let (tree, lanes) = prepare::<G>(self, false);
         let before = tree.find_matches(&query(&INTO_LEAF), false).sorted();
         drop((lanes, tree));
         let stores = self.stores();
         let mut serial = Vec::new();
         for sweep_at in 0..=stores.len() {
-            let (tree, mut lanes) = prepare::<G>(false);
+            let (tree, mut lanes) = prepare::<G>(self, false);
             for (i, event) in stores.iter().enumerate() {
                 if i == sweep_at {
                     tree.sweep_stale();
@@ -155,16 +177,19 @@ impl UnlinkModel {
     }
 }
 
-/// A tree after the setup (module docs), with lanes for A and B.
-fn prepare<G: ShapeGate>(fast_path: bool) -> (Tree<G>, Vec<Lane<G>>) {
+/// A tree after `model`'s setup (module docs), with lanes for A and B.
+fn prepare<G: ShapeGate>(model: UnlinkModel, fast_path: bool) -> (Tree<G>, Vec<Lane<G>>) {
     let tree = Tree::new(model_config(fast_path));
     let mut lanes = vec![tree.new_lane(), tree.new_lane()];
-    let setup = [
+    let mut setup = vec![
         (0, store(A, &[], &[1, 2, 3])),
         (1, store(B, &[], &[1, 2])),
         (1, store(B, &[1, 2], &[4, 5])),
         (1, remove(B, &[1, 2], &[4, 5])),
     ];
+    if model == UnlinkModel::U3 {
+        setup.insert(3, (0, store(A, &[1, 2], &[6])));
+    }
     for (lane, event) in &setup {
         super::apply_ok(&tree, &mut lanes[*lane], event);
     }
@@ -194,7 +219,7 @@ fn run<G: ShapeGate>(model: UnlinkModel, expected: &Expected) {
 /// grace reclaimer's execution bounds.
 fn execute<G: ShapeGate>(model: UnlinkModel) -> Execution {
     grace::begin_execution();
-    let (tree, mut lanes) = prepare::<G>(true);
+    let (tree, mut lanes) = prepare::<G>(model, true);
     let tree = Arc::new(tree);
     let mut lane = lanes.pop().expect("B's lane");
     let stores = model.stores();
@@ -212,8 +237,9 @@ fn execute<G: ShapeGate>(model: UnlinkModel) -> Execution {
         let tree = Arc::clone(&tree);
         thread::spawn(move || tree.sweep_stale())
     };
-    let read =
-        (model == UnlinkModel::U1).then(|| tree.find_matches(&query(&INTO_LEAF), false).sorted());
+    let read = model
+        .reads()
+        .then(|| tree.find_matches(&query(&INTO_LEAF), false).sorted());
     let outcomes = writer
         .map(|w| w.join().expect("the writer panicked").0)
         .unwrap_or_default();
@@ -246,13 +272,15 @@ fn check_execution(model: UnlinkModel, expected: &Expected, e: &Execution) {
         check!(
             Property::AtomicRead,
             *read == expected.before,
-            "U1: the reader saw {read:?}, not {:?} (the unlink changes no score)",
+            "{}: the reader saw {read:?}, not {:?} (the unlink changes no score)",
+            model.name(),
             expected.before
         );
         check!(
             Property::SerialOutcome,
             swept.unlinked == 1,
-            "U1: the sweep unlinked {} leaves, not the one candidate",
+            "{}: the sweep unlinked {} leaves, not the one candidate",
+            model.name(),
             swept.unlinked
         );
     }
