@@ -64,9 +64,10 @@
 //! freed block is never actually accessed: the checks fail the model first.
 //! A block freed twice (an object retired twice) is recorded and fails the
 //! model too. Every freed block, held or not, is filled with a poison
-//! pattern first, so a stale read the checks above do not see (a node
-//! reached through an `Arc` in a child map, a buffer through a snapshot's
-//! `Arc`, rather than through `protect`) reads garbage instead of the
+//! pattern first, so a stale read the checks above do not see (an
+//! anchor's node reached through the anchor map, a buffer through a
+//! snapshot's `Arc`: pointers neither `protect`ed nor reported through
+//! `borrowed`) reads garbage instead of the
 //! object's last value: it fails the run (a checker's own panic on a
 //! poisoned modelled object, a poisoned pointer followed, a property
 //! violated), though not under a property tag of its own, so it is no
