@@ -63,8 +63,9 @@
 //! is never reused while a reader could still compare against it, and a
 //! freed block is never actually accessed: the checks fail the model first.
 //! A block freed twice (an object retired twice) is recorded and fails the
-//! model too. Every freed block, held or not, is filled with a poison
-//! pattern first, so a stale read the checks above do not see (an
+//! model too. Every freed block but one a pinned thread holds (which the
+//! direct-free check reports, tagged, at the next reclaimer call) is filled
+//! with a poison pattern, so a stale read the checks above do not see (an
 //! anchor's node reached through the anchor map, a buffer through a
 //! snapshot's `Arc`: pointers neither `protect`ed nor reported through
 //! `borrowed`) reads garbage instead of the
@@ -507,8 +508,8 @@ const POISON: u8 = 0xa5;
 
 /// The global allocator of test binaries that use [`GraceReclaim`]: the
 /// system allocator, except that deallocations made while deferred work runs
-/// are held back (see the module docs), and every freed block is poisoned
-/// ([`POISON`]) first.
+/// are held back (see the module docs), and freed blocks are poisoned
+/// ([`POISON`]) but those a pinned thread holds.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct QuarantineAlloc;
 
@@ -524,11 +525,19 @@ unsafe impl GlobalAlloc for QuarantineAlloc {
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: the caller hands back a block of `layout.size()` bytes it
-        // allocated here and no longer uses; nothing reads it as a live
-        // object again, so its bytes are ours to overwrite.
-        unsafe { std::ptr::write_bytes(ptr, POISON, layout.size()) };
-        if !quarantine::hold(ptr, layout) {
+        let capturing = quarantine::capturing();
+        let held = quarantine::hold(ptr, layout);
+        // A block held because a pinned thread holds it stays intact: the
+        // direct-free check reports it (tagged) at the next reclaimer call,
+        // and a poisoned read before that would pre-empt it untagged.
+        // Deferred work's frees are checked before any other thread runs.
+        if capturing || !held {
+            // SAFETY: the caller hands back a block of `layout.size()` bytes
+            // it allocated here and no longer uses; nothing reads it as a
+            // live object again, so its bytes are ours to overwrite.
+            unsafe { std::ptr::write_bytes(ptr, POISON, layout.size()) };
+        }
+        if !held {
             // SAFETY: `ptr` was allocated by `System` with `layout` (above).
             unsafe { System.dealloc(ptr, layout) }
         }
@@ -766,12 +775,17 @@ mod quarantine {
             .unwrap_or(false)
     }
 
+    /// Whether deferred work is running on this thread (its frees are
+    /// captured).
+    pub(super) fn capturing() -> bool {
+        CAPTURING.try_with(Cell::get).unwrap_or(false)
+    }
+
     /// Holds `ptr` instead of freeing it if deferred work is running on
     /// this thread, or if a pinned thread holds it (then the free is
     /// recorded as a direct free); returns whether it did.
     pub(super) fn hold(ptr: *mut u8, layout: Layout) -> bool {
-        let capturing = CAPTURING.try_with(Cell::get).unwrap_or(false);
-        if !capturing && !note_direct_free(ptr as usize, layout.size()) {
+        if !capturing() && !note_direct_free(ptr as usize, layout.size()) {
             return false;
         }
         HELD.try_with(|h| {
