@@ -80,7 +80,7 @@ const SWEEP_ATTEMPTS: usize = 100;
 
 /// Calls `attempt` (one forced sweep of a crtc tree, `true` once it ran)
 /// until it runs, waiting a millisecond between tries, at most
-/// [`SWEEP_ATTEMPTS`] times.
+/// `SWEEP_ATTEMPTS` (100) times.
 pub fn sweep_until_done(attempt: impl Fn() -> bool) {
     for _ in 0..SWEEP_ATTEMPTS {
         if attempt() {
