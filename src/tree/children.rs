@@ -130,10 +130,10 @@ impl<G: ShapeGate> Children<G> {
             ChildSet::Sharded(shards) => shards[shard_of(key)].read().get(&key).map(Arc::as_ptr),
         }?;
         G::Reclaim::borrowed(child);
-        // SAFETY: the child's `Arc` is owned by a set loaded under `guard`: a
-        // compact set is retired with its `Arc`s, and an `Arc` a sharded map
-        // drops goes through the reclaimer (see `remove`), so neither is
-        // dropped before `guard`.
+        // The child's `Arc` is owned by a set loaded under `guard`: a compact
+        // set is retired with its `Arc`s, and a sharded map drops an `Arc`
+        // through the reclaimer (see `remove`).
+        // SAFETY: so the child outlives `guard`.
         Some(unsafe { &*child })
     }
 
