@@ -222,13 +222,7 @@ impl<G: ShapeGate> Tree<G> {
             node = next;
         }
         if depth > 0 {
-            active.for_each_word(|index, mut word| {
-                while word != 0 {
-                    let slot = Slot((index * 64) as u16 + word.trailing_zeros() as u16);
-                    credits.push((slot, depth, prev_last));
-                    word &= word - 1;
-                }
-            });
+            active.for_each_slot(|slot| credits.push((slot, depth, prev_last)));
         }
     }
 

@@ -161,6 +161,15 @@ impl SlotBits {
         }
     }
 
+    /// Calls `f` with every slot in ascending order: the loop form of
+    /// [`SlotBits::iter`].
+    #[inline]
+    pub fn for_each_slot(&self, mut f: impl FnMut(Slot)) {
+        self.for_each_word(|index, word| {
+            BitIter { word }.for_each(|bit| f(Slot((index * 64 + bit) as u16)))
+        });
+    }
+
     /// The word with global index `index` (0 past the end).
     #[inline]
     pub fn word(&self, index: usize) -> u64 {
@@ -176,12 +185,10 @@ impl SlotBits {
 
     /// Replaces the contents with `words` (word `i` holds slots `64i..64i+64`).
     pub fn assign_words(&mut self, words: &[u64]) {
-        if let (Some(inline), true) = (words.get(..INLINE_WORDS), self.chunks.is_empty()) {
-            if words.len() == INLINE_WORDS {
-                // The common case (at most 256 ranks): a straight copy.
-                self.inline.copy_from_slice(inline);
-                return;
-            }
+        if words.len() == INLINE_WORDS && self.chunks.is_empty() {
+            // The common case (at most 256 ranks): a straight copy.
+            self.inline.copy_from_slice(words);
+            return;
         }
         self.clear();
         for (index, &word) in words.iter().enumerate() {
@@ -264,6 +271,15 @@ mod tests {
         assert_eq!(bits.len(), 8);
         let collected: Vec<u16> = bits.iter().map(|s| s.0).collect();
         assert_eq!(collected, vec![0, 63, 64, 255, 256, 300, 301, 1000]);
+        let mut looped = Vec::new();
+        bits.for_each_slot(|s| looped.push(s.0));
+        assert_eq!(looped, collected, "for_each_slot visits what iter yields");
+        let mut copy = SlotBits::new();
+        copy.assign_words(&bits.words().map(|(_, w)| w).collect::<Vec<_>>());
+        assert_eq!(copy, bits, "assign_words across chunks");
+        let mut inline = SlotBits::single(Slot(9));
+        inline.assign_words(&[1 << 3, 0, 0, 1 << 63]);
+        assert_eq!(inline.iter().map(|s| s.0).collect::<Vec<_>>(), vec![3, 255]);
         assert!(bits.remove(Slot(256)));
         assert!(!bits.contains(Slot(256)));
         assert!(bits.contains(Slot(301)));
