@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The one-page decision, papers/README.md, rendered from the results files:
 every figure on it is read from papers/results (the compare JSON of each
-workload, benches.json, code-size.md and verification.md), none is typed.
+workload, benches.json, keepup.json, code-size.md and verification.md), none
+is typed.
 
 Usage: python3 papers/decision.py [--results DIR] [--out FILE] [--check]
 
@@ -63,10 +64,13 @@ def load(results):
     verification = read("verification.md")
     verdicts = verdict_cells(read("targets.md"))
     steps = dict(re.findall(r"^- (\w+) \(\d+ s\): (.*)$", verification, re.M))
+    keepup_path = os.path.join(results, "keepup.json")
+    keepup = json.loads(read("keepup.json")) if os.path.exists(keepup_path) else None
     sweep_path = os.path.join(results, "mooncake-sweep.json")
     sweep = json.loads(read("mooncake-sweep.json")) if os.path.exists(sweep_path) else None
     return {
         "sweep": sweep,
+        "keepup": keepup,
         "compare": compare,
         "benches": json.loads(read("benches.json")),
         "code": code,
@@ -78,6 +82,7 @@ def load(results):
             "code-size": re.search(r"revision `([0-9a-f]+)`", read("code-size.md")).group(1),
             "verification": re.search(r"revision:?\s*`([0-9a-f]+)`", verification).group(1),
             **({"sweep": sweep["git_revision"]} if sweep else {}),
+            **({"keepup": keepup["provenance"]["revision"]} if keepup else {}),
         },
     }
 
@@ -249,6 +254,64 @@ def sweep_sentence(sweep):
         "event.")
 
 
+# Issue 43's bounds on a gate's reader against upstream's: read-only, and
+# beside the writer at a matched offered rate (the epoch gates' is looser).
+READ_BOUND = 0.8
+EPOCH_READ_BOUND = 1.0
+# The offered rate on chat at which issue 43 compares readers (keepup.json).
+MATCHED_RATE = 200_000
+
+
+def keepup_readers(keepup):
+    """Each gate's read p50 and p99 over upstream's at MATCHED_RATE in the
+    keep-up curves, with its bound; empty when the curves lack that rate or
+    upstream saturated there."""
+    if not keepup:
+        return {}
+    rate = str(MATCHED_RATE)
+    up = keepup["rows"].get(UPSTREAM, {}).get(rate)
+    if not up or up.get("backlog_at_end", 0) > 0.01 * up["events"]:
+        return {}
+    out = {}
+    for option in OPTIONS[:-1]:
+        mine = keepup["rows"].get(option[1], {}).get(rate)
+        if mine and mine.get("read_p50_ns") and up.get("read_p50_ns"):
+            bound = EPOCH_READ_BOUND if option[3] == "epoch" else READ_BOUND
+            out[option[1]] = (mine["read_p50_ns"] / up["read_p50_ns"],
+                              mine["read_p99_ns"] / up["read_p99_ns"], bound)
+    return out
+
+
+def reader_sentence(data):
+    """find_matches against upstream's: read-only on like-for-like trees
+    (paired medians over every gate and workload) and beside the writer at
+    the matched rate, each against issue 43's bound."""
+    p50, p99 = [], []
+    for w in WORKLOADS:
+        for option in OPTIONS[:-1]:
+            p50.append(paired(data["compare"][w], option[1], "read-only p50")["median"])
+            p99.append(paired(data["compare"][w], option[1], "read-only p99")["median"])
+    if max(p50) < 1:
+        raise SystemExit("decision: every gate's read-only p50 is now below upstream's; "
+                         "revise papers/decision.py's reader sentence")
+    verdict = lambda ok: "met" if ok else "missed"
+    text = (
+        "The reader is where crtc does not beat upstream: `find_matches` on the drained final "
+        f"trees, both swept, takes {min(p50):.2f}–{max(p50):.2f}× upstream's p50 and "
+        f"{min(p99):.2f}–{max(p99):.2f}× its p99 (every gate's fast row on the three "
+        f"workloads, paired medians; issue 43's bound {READ_BOUND}×: "
+        f"{verdict(max(p50 + p99) <= READ_BOUND)})")
+    beside = keepup_readers(data["keepup"])
+    if beside:
+        parts = ", ".join(f"{name} {a:.2f}× / {b:.2f}×" for name, (a, b, _) in beside.items())
+        met = all(a <= bound and b <= bound for a, b, bound in beside.values())
+        text += (
+            f"; beside the writer at a matched {MATCHED_RATE:,} events/s on chat "
+            f"([results/keepup.md](results/keepup.md)), read p50 / p99 over upstream's: "
+            f"{parts} (bounds {READ_BOUND}×, epoch gates {EPOCH_READ_BOUND}×: {verdict(met)})")
+    return text + "."
+
+
 def page(data):
     """The whole of papers/README.md."""
     cpu, cap, heap = strongest(data)
@@ -281,6 +344,8 @@ def page(data):
         "main already has several of the causes ([upstream-main.md](upstream-main.md)); "
         f"{storm_caveat(data)}; [results/targets.md](results/targets.md) judges every "
         f"target, and {data['missed'][0]} of its {data['missed'][1]} verdicts are misses.",
+        "",
+        reader_sentence(data),
         "",
         "| option | lane CPU ns/event, trace (× upstream: paired median, range) | capacity "
         "events/s, trace (× upstream) | reader p99 ns alone / under decode storm (storm "

@@ -43,5 +43,29 @@ class VerdictCells(unittest.TestCase):
         self.assertGreaterEqual(len(decision.verdict_cells(text)), naive)
 
 
+def keepup_row(p50, p99, backlog=0):
+    return {str(decision.MATCHED_RATE): {
+        "read_p50_ns": p50, "read_p99_ns": p99, "backlog_at_end": backlog, "events": 1000}}
+
+
+class KeepupReaders(unittest.TestCase):
+    def curves(self, upstream_backlog=0):
+        return {"rows": {
+            decision.UPSTREAM: keepup_row(500, 1000, upstream_backlog),
+            "rwlock": keepup_row(400, 1000),
+            "epoch-seize": keepup_row(450, 900),
+        }}
+
+    def test_ratios_and_bounds_per_gate(self):
+        readers = decision.keepup_readers(self.curves())
+        self.assertEqual(readers["rwlock"], (0.8, 1.0, decision.READ_BOUND))
+        self.assertEqual(readers["epoch-seize"], (0.9, 0.9, decision.EPOCH_READ_BOUND))
+        self.assertNotIn("seqlock", readers)
+
+    def test_no_verdict_where_upstream_saturated(self):
+        self.assertEqual(decision.keepup_readers(self.curves(upstream_backlog=11)), {})
+        self.assertEqual(decision.keepup_readers(None), {})
+
+
 if __name__ == "__main__":
     unittest.main()
