@@ -55,6 +55,11 @@ BINARY = os.path.join(ROOT, "target", "release", "crtc")
 GATES = ["rwlock", "seqlock", "epoch-crossbeam", "epoch-seize"]
 UPSTREAM = "upstream-1.6.1"
 PATHS = ["fast", "general"]
+# Lane threads one row of `crtc compare --lanes 1` starts per repeat, in this
+# order: the timed run's lane, then the lanes of the swept and the unswept
+# heap replays (`heap_per_membership`); a gate's fast row, then its general
+# row, each repeat.
+LANES_PER_ROW = 3
 FAST_FRAME = "try_append_at_tail"
 
 ALLOCATION = re.compile(
@@ -147,7 +152,7 @@ def lane_row(strategy, comm, tid, frames, lane_order):
         return None
     if tid not in lane_order:
         lane_order[tid] = len(lane_order)
-    return f"{strategy} {PATHS[(lane_order[tid] // 2) % 2]}"
+    return f"{strategy} {PATHS[(lane_order[tid] // LANES_PER_ROW) % 2]}"
 
 
 def profile(strategy, trace, repeat, freq, scratch):
