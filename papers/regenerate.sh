@@ -42,10 +42,10 @@ CARGO_TARGET_DIR=target/sysmalloc cargo build --release --quiet -p crtc-bench \
     --no-default-features --features all-strategies,upstream
 
 step "crtc compare --paper (mimalloc)"
-# 15 repeats: one repeat of a row drains in about 0.04-0.06 s (trace; the
-# global-lock row 0.19) to 0.24-0.98 s (agentx; global-lock 2.80), each
+# 15 repeats: one repeat of a row drains in about 0.03-0.05 s (trace; the
+# global-lock row 0.11) to 0.19-0.89 s (agentx; global-lock 1.46), each
 # row's JSON elapsed_s (the 15 repeats' total) divided by 15
-# [derived: mooncake.md @ c514af9] [derived: agentx.md @ c514af9], and on a
+# [derived: mooncake.md @ d4bde49] [derived: agentx.md @ d4bde49], and on a
 # shared VM one repeat's lane CPU ratio to upstream can differ from
 # another's by nearly 2x (targets.md, min-max of the paired ratios);
 # targets.md judges the median of the 15 paired ratios, and runs the
