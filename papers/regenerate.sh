@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Regenerates every table and figure under papers/results, and the decision
-# page papers/README.md, from the checked-out revision, in one command (90
-# minutes on 2 cores at c514af9: 40 of build and measurement, the Mooncake
-# sweep's 8 among them, then 51 of deep verification, 35 of them loom at
-# bound 3, as verification.md's step times say and the run's step stamps
-# showed [derived: verification.md @ c514af9]; the
+# page papers/README.md, from the checked-out revision, in one command (about
+# two hours on 2 cores at d4bde49: 59 minutes of build and measurement, the
+# Mooncake sweep's 7 among them, then 59 of deep verification, 39 of them
+# loom at bound 3, as verification.md's step times say and the run's step
+# stamps showed [derived: verification.md @ d4bde49]; the
 # Mooncake trace is read from ../shared/traces when present, and skipped with
 # a note when not):
 #
