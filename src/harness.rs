@@ -11,7 +11,8 @@
 //!   cancelling and running a sweep): the sweep model, soaks and benchmarks
 //!   that schedule sweeps on their own threads instead of an indexer's lanes;
 //! - the tree's shape and slot lookups ([`TreeHooks::topology`],
-//!   [`NodeInfo`], [`TreeHooks::slot_of`], [`TreeHooks::is_release_pending`]);
+//!   [`NodeInfo`], [`TreeHooks::slot_of`], [`TreeHooks::is_release_pending`],
+//!   [`TreeHooks::root_key_counted`]);
 //! - a lane's lookups and reclamation tally ([`LaneHooks`], [`Tally`]);
 //! - the indexer's lane threads and sticky routing ([`LaneThreads`]): the
 //!   global-lock baseline of the benchmarks runs behind them.
@@ -19,7 +20,7 @@
 //! Import the traits (`use crtc::harness::{LaneHooks, TreeHooks};`) to call
 //! the hooks as methods.
 
-use crate::types::WorkerWithDpRank;
+use crate::types::{LocalBlockHash, WorkerWithDpRank};
 use crate::{Lane, SweepStats, Tree};
 use crtc_strategies::ShapeGate;
 
@@ -54,6 +55,9 @@ pub trait TreeHooks<G: ShapeGate> {
     fn slot_of(&self, rank: WorkerWithDpRank) -> Option<u16>;
     /// Whether a slot of `rank` is unmapped but not yet released.
     fn is_release_pending(&self, rank: WorkerWithDpRank) -> bool;
+    /// Whether the root's key counts may hold `key` (false: a lookup
+    /// starting with `key` returns no scores unwalked).
+    fn root_key_counted(&self, key: LocalBlockHash) -> bool;
 }
 
 impl<G: ShapeGate> TreeHooks<G> for Tree<G> {
@@ -86,6 +90,9 @@ impl<G: ShapeGate> TreeHooks<G> for Tree<G> {
     }
     fn is_release_pending(&self, rank: WorkerWithDpRank) -> bool {
         Tree::is_release_pending(self, rank)
+    }
+    fn root_key_counted(&self, key: LocalBlockHash) -> bool {
+        self.root_keys.may_hold(key)
     }
 }
 

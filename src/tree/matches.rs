@@ -1,6 +1,9 @@
 //! `find_matches`: per-rank overlap of a query with the tree.
 //!
-//! Protocol. The reader pins once and loads the slot table once. It starts at
+//! Protocol. A lookup whose first hash the root's key counts say no child
+//! starts returns no scores before it pins (`key_filter` argues why that
+//! misses only children linked concurrently). Otherwise the reader pins
+//! once and loads the slot table once. It starts at
 //! the root's child keyed by the first query hash. On the first node the
 //! active set is the node's full bits, and cutoff slots score directly. On
 //! every later node the active set is intersected with the node's full bits —
@@ -131,6 +134,9 @@ fn record_later(shape: &impl ShapeRead, matched: usize, active: &SlotBits, scrat
 impl<G: ShapeGate> Tree<G> {
     /// Scores every rank by how many leading blocks of `query` it holds.
     pub fn find_matches(&self, query: &[LocalBlockHash], early_exit: bool) -> OverlapScores {
+        if !self.root_may_hold(query) {
+            return OverlapScores::default();
+        }
         let guard = G::Reclaim::pin();
         with_walk(|walk| {
             self.walk(query, early_exit, false, &guard, walk);
@@ -148,6 +154,9 @@ impl<G: ShapeGate> Tree<G> {
 
     /// Like [`Tree::find_matches`], plus the last matched external hash per rank.
     pub fn find_match_details(&self, query: &[LocalBlockHash], early_exit: bool) -> MatchDetails {
+        if !self.root_may_hold(query) {
+            return MatchDetails::default();
+        }
         let guard = G::Reclaim::pin();
         with_walk(|walk| {
             self.walk(query, early_exit, true, &guard, walk);
@@ -164,6 +173,16 @@ impl<G: ShapeGate> Tree<G> {
             }
             details
         })
+    }
+
+    /// Whether a child of the root may start `query`: false (no child
+    /// did, when the root's key count was read) answers the lookup with no
+    /// scores, unpinned and unlocked (`key_filter`).
+    #[inline]
+    fn root_may_hold(&self, query: &[LocalBlockHash]) -> bool {
+        query
+            .first()
+            .is_some_and(|&key| self.root_keys.may_hold(key))
     }
 
     fn walk(

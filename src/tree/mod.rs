@@ -27,6 +27,7 @@ mod children;
 mod counters;
 mod directory;
 mod dump;
+mod key_filter;
 mod lane;
 mod maintenance;
 mod matches;
@@ -119,6 +120,8 @@ type Unlisted<G> = (Option<usize>, usize, LocalBlockHash, Arc<Node<G>>);
 /// The tree. `G` is the node synchronization strategy.
 pub struct Tree<G: ShapeGate = RwLockGate> {
     root: Arc<Node<G>>,
+    /// The root's child keys, counted (`key_filter`).
+    pub(crate) root_keys: key_filter::KeyFilter,
     anchors: anchor::Anchors<G>,
     slots: SlotRegistry<G::Reclaim>,
     trigger: SweepTrigger,
@@ -143,6 +146,7 @@ impl<G: ShapeGate> Tree<G> {
     pub fn new(config: TreeConfig) -> Self {
         Self {
             root: Arc::new(Node::root()),
+            root_keys: key_filter::KeyFilter::default(),
             anchors: anchor::Anchors::default(),
             slots: SlotRegistry::new(config.slot_capacity),
             trigger: SweepTrigger::new(config.sweep.clone()),

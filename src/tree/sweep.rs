@@ -95,6 +95,9 @@ impl<G: ShapeGate> Tree<G> {
         for candidate in candidates.iter().rev() {
             match Self::unlink_if_stale(candidate, &guard) {
                 Unlink::Unlinked => {
+                    if Arc::ptr_eq(&candidate.parent, &self.root) {
+                        self.root_keys.sub(candidate.key);
+                    }
                     stats.unlinked += 1;
                     stats.reclaimed += candidate.len;
                 }
@@ -228,6 +231,7 @@ mod tests {
             tree.root
                 .children
                 .insert_if_absent(LocalBlockHash(1), &p, &guard);
+            tree.root_keys.add(LocalBlockHash(1));
             p.children.insert_if_absent(LocalBlockHash(2), &c1, &guard);
             p.children.insert_if_absent(LocalBlockHash(3), &c2, &guard);
         }
@@ -248,6 +252,7 @@ mod tests {
             tree.root
                 .children
                 .insert_if_absent(LocalBlockHash(local), child, &guard);
+            tree.root_keys.add(LocalBlockHash(local));
         }
         let grown = tree.root.children.footprint(&guard);
         for (local, child) in (1..).zip(&children[..500]) {
@@ -277,6 +282,7 @@ mod tests {
                     tree.root
                         .children
                         .insert_if_absent(LocalBlockHash(local), &child, &guard);
+                    tree.root_keys.add(LocalBlockHash(local));
                     Arc::downgrade(&child)
                 })
                 .collect()
@@ -295,9 +301,11 @@ mod tests {
             tree.root
                 .children
                 .insert_if_absent(LocalBlockHash(1), &held, &guard);
+            tree.root_keys.add(LocalBlockHash(1));
             tree.root
                 .children
                 .insert_if_absent(LocalBlockHash(2), &live, &guard);
+            tree.root_keys.add(LocalBlockHash(2));
         }
         held.add_lane_hold(1);
         let candidates = tree.find_candidates().1;

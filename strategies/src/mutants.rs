@@ -3,7 +3,8 @@
 //! exclusion, the epoch gate's publication, retirement, writer exclusion
 //! and reader length rule), of the tree's sweep (its claim, in `crtc`'s
 //! `tree::scheduler`, and its frees, in `tree::children`), of the tree's
-//! child sets (their publication, in `tree::children`), of the lanes'
+//! child sets (their publication, in `tree::children`), of the root's
+//! key counts (in `tree::key_filter`), of the lanes'
 //! cached rank slots and the slots' release (in `tree::slots`), of the
 //! lanes' shared directory (parent resolution and the store skip, in
 //! `tree::store`) and of anchor creation (in `tree::anchor`), compiled only into model-checker builds and selected at
@@ -245,6 +246,12 @@ pub enum Mutant {
     /// survives the removal. Must fail `read-bounds` (the rank credited
     /// after its removal) in the shuttle `indexer` model.
     RemovalWithoutFlush = 64,
+    /// Tree: the root's key counts (`crtc`'s `tree::key_filter`) count no
+    /// insert, so every lookup reads 0 for its first hash and returns no
+    /// scores before walking: the reader misses children linked before it
+    /// began. Must fail `serial-outcome` (the reads after the writers
+    /// joined score less than the reference model's serial outcome).
+    RootFilterNotCounted = 70,
 }
 
 impl Mutant {
@@ -269,10 +276,11 @@ impl Mutant {
     pub const SLOTS: [Mutant; 2] = [Mutant::SlotCacheIgnoresUnmaps, Mutant::SlotStampAfterLookup];
 
     /// The mutants of the tree around the gates (run under every gate).
-    pub const TREE: [Mutant; 3] = [
+    pub const TREE: [Mutant; 4] = [
         Mutant::SweepFreesBeforeGrace,
         Mutant::ShardedSweepFreesBeforeGrace,
         Mutant::ChildrenSortedAfterPublish,
+        Mutant::RootFilterNotCounted,
     ];
 
     /// The mutants of the seqlock gate.
@@ -323,7 +331,7 @@ impl Mutant {
     ];
 
     /// Every mutant, for lookups by name or id.
-    pub const ALL: [Mutant; 39] = [
+    pub const ALL: [Mutant; 40] = [
         Mutant::SkipInternalCheck,
         Mutant::ClearBitBeforeCutoff,
         Mutant::NoInvalidation,
@@ -363,6 +371,7 @@ impl Mutant {
         Mutant::EpochRelaxedSectionClose,
         Mutant::AnchorWritersUnlocked,
         Mutant::ShardedSweepFreesBeforeGrace,
+        Mutant::RootFilterNotCounted,
     ];
 
     /// The mutant with numeric id `id` (`Mutant as u8`; 0 is [`Mutant::None`]).

@@ -22,6 +22,8 @@
 //!   (the streams the scenarios check are strict, so coverage is a prefix
 //!   of every path);
 //! - **internal**: a node with children is internal (the flag is sticky);
+//! - **root keys**: the root's key counts hold every child of the root
+//!   (`crtc`'s `tree::key_filter`), so no lookup skips a linked child;
 //! - **owned coverage**: every coverage record is credited to a rank that
 //!   owns its slot (the raw record count equals the owned one), so no bit of
 //!   a removed rank outlives its sweep on a vacated slot.
@@ -40,7 +42,14 @@ use crtc_strategies::ShapeGate;
 /// The structural faults of `tree` (empty when it is sound). Call it on a
 /// quiescent tree.
 pub fn structural_faults<G: ShapeGate>(tree: &Tree<G>) -> Vec<String> {
-    faults(&tree.topology(), tree.membership_count())
+    let nodes = tree.topology();
+    let mut found = faults(&nodes, tree.membership_count());
+    found.extend(
+        (0..nodes.len())
+            .filter(|&i| nodes[i].parent.is_none() && !tree.root_key_counted(nodes[i].key))
+            .map(|i| format!("{}: under the root, not in its key counts", path(&nodes, i))),
+    );
+    found
 }
 
 /// The structural faults of a topology (parents before children, as

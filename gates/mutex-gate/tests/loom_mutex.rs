@@ -10,8 +10,8 @@
 //! Negative controls (`loom_mutants_are_caught`): the generic decode-append
 //! mutants this gate honours (an append to an internal node, an append that
 //! does not invalidate older plans, checks made before the section) and the
-//! tree's `SweepFreesBeforeGrace` and `ShardedSweepFreesBeforeGrace`, each
-//! in a child process, must each fail
+//! tree's `SweepFreesBeforeGrace`, `ShardedSweepFreesBeforeGrace` and
+//! `RootFilterNotCounted`, each in a child process, must each fail
 //! the property `models::suites::loom_catch` names. The tree's
 //! `ChildrenSortedAfterPublish` is not among them: every section of this
 //! gate, a reader's included, holds the node's mutex, so a child set
@@ -51,5 +51,6 @@ crtc_verification::loom_gate_tests! {
         Mutant::TailCheckOutsideSection,
         Mutant::SweepFreesBeforeGrace,
         Mutant::ShardedSweepFreesBeforeGrace,
+        Mutant::RootFilterNotCounted,
     ],
 }

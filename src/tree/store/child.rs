@@ -203,6 +203,12 @@ impl<G: ShapeGate> Tree<G> {
     ) -> Step<G> {
         let key = remaining[0].local;
         let fresh = Arc::new(Node::new(ShapeInit::leaf(remaining.to_vec(), cx.slot)));
+        // A root key is counted before its child can be linked, and the
+        // count taken back unless this insert linked it (`key_filter`).
+        let at_root = Arc::ptr_eq(parent, &self.root);
+        if at_root {
+            self.root_keys.add(key);
+        }
         let insert = || {
             (!parent.is_unlinked()).then(|| parent.children.insert_if_absent(key, &fresh, cx.guard))
         };
@@ -219,6 +225,9 @@ impl<G: ShapeGate> Tree<G> {
                     other => Commit::unchanged(other),
                 })
         };
+        if at_root && !matches!(inserted, Ok(Some(Insert::Inserted))) {
+            self.root_keys.sub(key);
+        }
         match inserted {
             Err(Stale) => Step::Retry,
             Ok(None) => Step::Detached,

@@ -367,6 +367,8 @@ pub fn loom_catch(mutant: Mutant) -> Catch {
         Mutant::SweepFreesBeforeGrace => (NoFreeWhileHeld, &["U1"]),
         Mutant::ShardedSweepFreesBeforeGrace => (NoFreeWhileHeld, &["U3"]),
         Mutant::ChildrenSortedAfterPublish => (RaceFree, &["L2r", "L2"]),
+        // Every lookup returns no scores, the final ones included.
+        Mutant::RootFilterNotCounted => (SerialOutcome, &["L2", "L1"]),
         Mutant::RacySweepClaim => (OneSweep, &["sweep_claim"]),
         Mutant::SweepFinishKeepsFlag => (SweepNotLost, &["sweep_claim"]),
         Mutant::SlotCacheIgnoresUnmaps | Mutant::SlotStampAfterLookup => {
@@ -457,6 +459,7 @@ pub const SHUTTLE_SUITES: [SuiteMutants; 4] = [
             &[
                 Mutant::SweepFreesBeforeGrace,
                 Mutant::ShardedSweepFreesBeforeGrace,
+                Mutant::RootFilterNotCounted,
             ],
             &Mutant::DIRECTORY,
         ],
@@ -472,6 +475,7 @@ pub const SHUTTLE_SUITES: [SuiteMutants; 4] = [
             &[
                 Mutant::SweepFreesBeforeGrace,
                 Mutant::ShardedSweepFreesBeforeGrace,
+                Mutant::RootFilterNotCounted,
             ],
             &Mutant::DIRECTORY,
         ],
@@ -486,7 +490,7 @@ pub const SHUTTLE_SUITES: [SuiteMutants; 4] = [
             // Not ShardedSweepFreesBeforeGrace: it survived every scenario
             // at the CI budget (1,800 schedules each) under this gate; loom's
             // U3 catches it under every gate, shuttle under the other two.
-            &[Mutant::SweepFreesBeforeGrace],
+            &[Mutant::SweepFreesBeforeGrace, Mutant::RootFilterNotCounted],
             &Mutant::DIRECTORY,
         ],
     },
@@ -551,6 +555,8 @@ pub fn shuttle_catch(mutant: Mutant) -> Option<Property> {
         Mutant::RemovalDropsBeforeUnmap => Accepted,
         // W0's store queued before the removal survives it on a fresh slot.
         Mutant::RemovalWithoutFlush => ReadBounds,
+        // Every lookup returns no scores, the final ones included.
+        Mutant::RootFilterNotCounted => SerialOutcome,
         // Fences, publication orders and plain-data races: shuttle runs
         // every atomic SeqCst and does not track cells.
         Mutant::NoReaderAcquireFence
