@@ -93,6 +93,7 @@ use crtc_strategies::sync::{spin_loop, thread, Arc};
 use crtc_strategies::Reclaim;
 use std::cell::{Cell, RefCell};
 
+pub mod bag;
 mod quarantine;
 pub use quarantine::QuarantineAlloc;
 
@@ -125,6 +126,9 @@ const PARTICIPANTS: usize = 8;
 struct Words {
     /// Per participant: the number of its last outermost pin that ended.
     locals: [AtomicU64; PARTICIPANTS],
+    /// Bag mode: the global queue's word, bumped by every bag push and read
+    /// before work from a pushed bag runs (module docs of `bag`).
+    queue: AtomicU64,
 }
 
 /// A modelled thread that pinned: its word's index is its place in
@@ -138,11 +142,15 @@ struct Participant {
 }
 
 struct Pending {
-    /// The pins that were active when the work was deferred.
+    /// The pins that were active when the work was deferred (in bag mode:
+    /// when its bag was pushed).
     waits_for: Vec<u64>,
     /// Their participants and outermost pin numbers: the running thread
     /// must see each of those pins end in its word.
     observe: Vec<(usize, u64)>,
+    /// Whether it came through a pushed bag: the running thread reads the
+    /// queue word first.
+    queued: bool,
     work: Deferred,
 }
 
@@ -158,6 +166,8 @@ struct State {
     ran: u64,
     freed: u64,
     participants: Vec<Participant>,
+    /// Bag mode: each modelled thread's bag of deferred work not pushed yet.
+    bags: Vec<(ThreadKey, Vec<Deferred>)>,
 }
 
 impl State {
@@ -176,6 +186,17 @@ impl State {
             pin: 0,
         });
         self.participants.len() - 1
+    }
+
+    /// `work` waiting for every pin active now (`queued`: from a pushed
+    /// bag).
+    fn record(&self, work: Deferred, queued: bool) -> Pending {
+        Pending {
+            waits_for: self.active.iter().map(|(id, _)| *id).collect(),
+            observe: self.pinned_participants(),
+            queued,
+            work,
+        }
     }
 
     /// The outermost pins active now, as (participant, pin number).
@@ -237,20 +258,20 @@ unsafe impl Reclaim for GraceReclaim {
     }
 
     fn defer(_guard: &GraceGuard, f: impl FnOnce() + Send + 'static) {
+        if bag::enabled() {
+            bag::defer(Box::new(f));
+            return;
+        }
         // SeqCst: a pin that registers after this point fences after it.
         fence(Ordering::SeqCst);
         with_state(|s| {
-            let waits_for = s.active.iter().map(|(id, _)| *id).collect();
-            let observe = s.pinned_participants();
-            s.pending.push(Pending {
-                waits_for,
-                observe,
-                work: Box::new(f),
-            });
+            let pending = s.record(Box::new(f), false);
+            s.pending.push(pending);
         });
     }
 
     fn flush(_guard: &GraceGuard) {
+        bag::push_own();
         run_ready();
     }
 
@@ -268,10 +289,13 @@ unsafe impl Reclaim for GraceReclaim {
     }
 
     fn collect() {
+        // The crossbeam backend collects by flushing (the trait's default).
+        bag::push_own();
         run_ready();
     }
 
     fn wait_for_pinned_threads() {
+        bag::push_for_wait();
         let pinned = with_state(|s| s.pinned_participants());
         if let Some(words) = words() {
             for (index, pin) in pinned {
@@ -431,6 +455,11 @@ fn take_ready() -> Vec<Pending> {
         .into_iter()
         .partition(|p| p.observe.iter().all(|&(index, pin)| ended(index, pin)));
     with_state(|s| s.pending.extend(unseen));
+    if ready.iter().any(|p| p.queued) {
+        // Acquire: the work sees every access its bag's pusher made before
+        // the push (a read-modify-write: module docs).
+        words.queue.fetch_add(0, Ordering::Acquire);
+    }
     ready
 }
 
@@ -439,13 +468,16 @@ fn take_ready() -> Vec<Pending> {
 pub fn begin_execution() {
     let leftover = with_state(std::mem::take);
     leftover.pending.into_iter().for_each(std::mem::forget);
+    leftover.bags.into_iter().for_each(std::mem::forget);
     let words = Words {
         locals: std::array::from_fn(|_| AtomicU64::new(0)),
+        queue: AtomicU64::new(0),
     };
     // Words left by a failed execution belong to that execution's checker
     // state: leak them rather than touch them from this one.
     std::mem::forget(WORDS.with(|w| w.replace(Some(Arc::new(words)))));
     REUSE.with(|r| r.set(std::env::var("CRTC_GRACE_REUSE").is_ok_and(|v| v == "1")));
+    bag::configure();
     quarantine::watch(std::iter::empty());
     quarantine::take_direct_free();
     quarantine::release();
@@ -455,6 +487,7 @@ pub fn begin_execution() {
 /// still deferred, checks that no pin is left, releases the quarantine, and
 /// returns `(deferred functions run, blocks they freed)`.
 pub fn end_execution() -> (u64, u64) {
+    bag::push_all();
     run_ready();
     WORDS.with(|w| w.borrow_mut().take());
     quarantine::watch(std::iter::empty());
