@@ -17,15 +17,19 @@
 //! `EpochRetireInRelaxedSection` (the section retires before it closes, and
 //! closes `seq` Relaxed) must make L2t fail `atomic-read`; with a fence at
 //! every defer (the other binaries) it survives, since that fence orders
-//! the reader after the section in `seq`'s place.
+//! the reader after the section in `seq`'s place, and
+//! `bag_mutant_survives_a_fence_at_every_defer` shows that survival (a child
+//! run with `CRTC_GRACE_BAG=1`), so the catch is the bag mode's.
 
 #![cfg(all(crtc_loom, feature = "epoch"))]
 
 use crtc_strategies::{EpochGate, RwLockGate};
+use crtc_verification::models::controls::{spawn_child_with, ChildOutcome};
 use crtc_verification::models::grace::{self, bag, GraceReclaim, QuarantineAlloc};
 use crtc_verification::models::ranks::RankModel;
 use crtc_verification::models::tree::{self, Budget, Reads};
-use crtc_verification::models::Suite;
+use crtc_verification::models::{child_request, Mutant, Suite};
+use std::time::Instant;
 
 #[global_allocator]
 static ALLOC: QuarantineAlloc = QuarantineAlloc;
@@ -38,12 +42,10 @@ const CONTROL_TEST: &str = "bag_negative_controls_fail";
 /// The epoch-gate models this binary runs.
 const EPOCH_MODELS: [&str; 3] = ["L2t", "U1", "U3"];
 
+/// The bag size of this binary's runs; a child may run with another
+/// (`bag_mutant_survives_a_fence_at_every_defer`).
 fn suite() -> Suite {
     bag::set_default_size(bag::CROSSBEAM_BAG);
-    assert!(
-        bag::size() > 1,
-        "loom_bag runs the grace reclaimer's bag mode: CRTC_GRACE_BAG must be unset or above 1"
-    );
     assert!(
         grace::quarantine_installed(),
         "the quarantining allocator is not installed"
@@ -62,10 +64,23 @@ fn suite() -> Suite {
     }
 }
 
-/// Runs `model` and says which bag size it ran with.
+/// Runs `model`, says which bag size it ran with, and checks that deferred
+/// work freed blocks before its executions' ends (a reclaimer that frees
+/// only at the end could reveal no premature free).
 fn report(model: &str) {
+    assert_bag_mode();
+    grace::take_freed_before_end();
     suite().report(model);
-    println!("loom bag {model}: grace reclaimer bags of {}", bag::size());
+    let before_end = grace::take_freed_before_end();
+    println!(
+        "loom bag {model}: grace reclaimer bags of {}; {before_end} blocks freed before an \
+         execution's end with threads running",
+        bag::size()
+    );
+    assert!(
+        before_end > 0,
+        "{model}: in bag mode nothing was freed before an execution's end"
+    );
 }
 
 #[test]
@@ -88,7 +103,41 @@ fn r1_remove_worker_and_slot_reuse_in_bag_mode() {
     report("R1");
 }
 
+/// Fails unless this process runs the bag mode.
+fn assert_bag_mode() {
+    bag::set_default_size(bag::CROSSBEAM_BAG);
+    assert!(
+        bag::size() > 1,
+        "loom_bag runs the grace reclaimer's bag mode: CRTC_GRACE_BAG must be unset or above 1"
+    );
+}
+
 #[test]
 fn bag_negative_controls_fail() {
+    if child_request().is_none() {
+        assert_bag_mode();
+    }
     suite().loom_controls(CONTROL_TEST);
+}
+
+/// The control's catch is the bag mode's: with a fence at every defer
+/// (`CRTC_GRACE_BAG=1`, the other binaries' mode) L2t passes under it.
+#[test]
+fn bag_mutant_survives_a_fence_at_every_defer() {
+    let mutant = Mutant::EpochRetireInRelaxedSection;
+    let start = Instant::now();
+    let verdict = spawn_child_with(CONTROL_TEST, mutant, "L2t", &[("CRTC_GRACE_BAG", "1")]);
+    let secs = start.elapsed().as_secs_f64();
+    assert_eq!(
+        verdict.outcome,
+        ChildOutcome::Survived,
+        "{mutant:?} under a fence at every defer: {} ({:?})",
+        verdict.detail,
+        verdict.panic
+    );
+    println!(
+        "mutant {mutant:?} [bag]: survived L2t with a fence at every defer (CRTC_GRACE_BAG=1) \
+         in {secs:.1} s ({})",
+        verdict.detail
+    );
 }

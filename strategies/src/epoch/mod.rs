@@ -245,8 +245,10 @@ impl Drop for Exclusive<'_> {
         // Release: a reader that loads the even value sees the section's
         // stores. (Mutant `EpochRelaxedSectionClose`: Relaxed, so a reader
         // may load the even value with an older snapshot and the section's
-        // child map.)
-        let order = if mutant!(EpochRelaxedSectionClose) || mutant!(EpochRetireInRelaxedSection) {
+        // child map; `EpochRetireInRelaxedSection`: Relaxed after a retire
+        // inside the section.)
+        let retired_inside = mutant!(EpochRetireInRelaxedSection);
+        let order = if mutant!(EpochRelaxedSectionClose) || retired_inside {
             Ordering::Relaxed
         } else {
             Ordering::Release

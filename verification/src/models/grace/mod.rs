@@ -20,7 +20,13 @@
 //!   issues `fence(SeqCst)` (crossbeam's pin: a Relaxed store of its local
 //!   epoch, which orders nothing, then that fence); its outermost unpin
 //!   stores "pin n ended" into its participant word with Release (crossbeam's
-//!   unpin); `defer` issues `fence(SeqCst)` (crossbeam's bag push). Deferred
+//!   unpin); `defer` issues `fence(SeqCst)` (crossbeam's bag push, as if
+//!   every bag held one function). In bag mode (`CRTC_GRACE_BAG=N`, `N > 1`;
+//!   module [`bag`]) `defer` only gathers the function, and the fence comes
+//!   when the thread's bag is pushed (full, flushed, waited on, or the
+//!   thread ended), where crossbeam's comes; the pins recorded are those
+//!   active at the push, and `wait_for_pinned_threads` pushes (a fence)
+//!   before it reads them. Deferred
 //!   work runs only once the running thread has loaded the word of every
 //!   other thread whose pin it waits for and seen that pin ended, as
 //!   crossbeam's `try_advance` reads the participants (Relaxed, then an
@@ -217,6 +223,10 @@ thread_local! {
     /// Blocks deferred work freed in the executions ended since the last
     /// [`take_freed`].
     static FREED_TOTAL: Cell<u64> = const { Cell::new(0) };
+    /// Of those, the blocks freed before their execution's end (before
+    /// [`end_execution`] pushed and ran what was left), in executions where
+    /// more than one modelled thread pinned.
+    static FREED_BEFORE_END: Cell<u64> = const { Cell::new(0) };
 }
 
 fn words() -> Option<Arc<Words>> {
@@ -228,8 +238,10 @@ fn with_state<T>(f: impl FnOnce(&mut State) -> T) -> T {
 }
 
 // SAFETY: (1) `GraceGuard`'s field is private and only `pin` builds it;
-// (2) deferred work waits for every pin active at `defer`; (3) an outermost
-// `pin` and every `defer` fence SeqCst (module docs); (4)
+// (2) deferred work waits for every pin active at `defer` (in bag mode at
+// the later push, so for those too); (3) an outermost `pin` and every
+// `defer` fence SeqCst, or in bag mode every push, before which no work of
+// the bag runs (module docs); (4)
 // `wait_for_pinned_threads` waits until every pin active at the call is
 // seen ended. A checker's specification of the contract, run
 // only inside a model.
@@ -487,6 +499,8 @@ pub fn begin_execution() {
 /// still deferred, checks that no pin is left, releases the quarantine, and
 /// returns `(deferred functions run, blocks they freed)`.
 pub fn end_execution() -> (u64, u64) {
+    let before_end = with_state(|s| if s.participants.len() > 1 { s.freed } else { 0 });
+    FREED_BEFORE_END.with(|t| t.set(t.get() + before_end));
     bag::push_all();
     run_ready();
     WORDS.with(|w| w.borrow_mut().take());
@@ -512,6 +526,15 @@ pub fn end_execution() -> (u64, u64) {
 /// free).
 pub fn take_freed() -> u64 {
     FREED_TOTAL.with(|t| t.replace(0))
+}
+
+/// The blocks deferred work freed before their execution's end, in the
+/// executions ended on this thread since the last call in which more than
+/// one modelled thread pinned (not a model's serial runs): in bag mode, work
+/// runs only after a push, so this shows that pushes happen while the
+/// model's threads run, not only at the end.
+pub fn take_freed_before_end() -> u64 {
+    FREED_BEFORE_END.with(|t| t.replace(0))
 }
 
 /// Runs `f` as one whole execution, between [`begin_execution`] and
