@@ -24,6 +24,13 @@
 #       two lanes creating one anchor against a lookup and a store under it
 #       (A1), with the unlocked creation mutant
 #       (verification/src/models/anchors.rs)
+#   loom_bag  the grace reclaimer's bag mode (deferred work gathered per
+#       thread, a fence only when a bag is pushed, as crossbeam-epoch does;
+#       verification/src/models/grace/bag.rs): L2t, U1, U3 on the epoch gate
+#       and R1, with the mutant only that mode catches
+#       (EpochRetireInRelaxedSection) and a child run showing it survives a
+#       fence at every defer ("mutant <name> [bag]: survived L2t with a
+#       fence at every defer")
 #
 # Usage: .ci/loom.sh [all|models|mutants]   (default: all). `all` and
 # `mutants` first run the unmutated models and stop if one fails, then the
@@ -36,7 +43,9 @@
 # caught by ..." in the output), or the step fails. Every suite must run at
 # least one test, and in the mutants phase catch at least one mutant, or the
 # step fails naming it (.ci/checkers.sh, suite_ran).
-# Knobs (CI defaults): CRTC_LOOM_PREEMPTIONS (2); CRTC_LOOM_READS and
+# Knobs (CI defaults): CRTC_LOOM_PREEMPTIONS (2); CRTC_GRACE_BAG (unset:
+# a fence at every defer, but bags of 64 in loom_bag; N > 1 runs every
+# binary in bag mode with bags of N); CRTC_LOOM_READS and
 # CRTC_LOOM_CAP override the per-gate budgets (see loom_seqlock.rs);
 # CRTC_MUTANT_MATRIX=1 runs every mutant against every model. loom's own
 # LOOM_* variables (LOOM_MAX_BRANCHES, LOOM_MAX_DURATION, ...) pass through.
@@ -48,7 +57,7 @@ cd "$(dirname "$0")/.."
 source .ci/checkers.sh
 what="${1:-all}"
 mutant_tests=(loom_mutants_are_caught sweep_negative_controls_fail slots_negative_controls_fail
-    ranks_negative_controls_fail)
+    ranks_negative_controls_fail bag_negative_controls_fail bag_mutant_survives_a_fence_at_every_defer)
 choose_filter "$0" "$what" models "${mutant_tests[@]}"
 
 export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }--cfg crtc_loom"
@@ -58,7 +67,7 @@ export CRTC_LOOM_PREEMPTIONS="${CRTC_LOOM_PREEMPTIONS:-2}"
 log=$(mktemp)
 trap 'rm -f "$log" "$log.suite"' EXIT
 start=$SECONDS
-suites=(loom_rwlock loom_seqlock loom_epoch loom_sweep loom_slots loom_ranks loom_mutex)
+suites=(loom_rwlock loom_seqlock loom_epoch loom_sweep loom_slots loom_ranks loom_bag loom_mutex)
 choose_filter "$0" models models "${mutant_tests[@]}"
 run_suites "$log" "${suites[@]}"
 first_build=$build
@@ -87,7 +96,7 @@ uncaught_mutants() {
 # One summary line: per gate, its models (executions, seconds) and its
 # negative controls (caught / total, with the catching model).
 parts=()
-for gate in rwlock seqlock epoch sweep slots ranks mutex; do
+for gate in rwlock seqlock epoch sweep slots ranks bag mutex; do
     # "loom model <gate> <name> (<what>): <n> executions in <t> s (<bounds>[, capped at <cap> executions])"
     models=$(grep -oE "loom model $gate [A-Za-z0-9_]+ .*: [0-9]+ executions in [0-9.]+ s.*" "$log" |
         awk '{n = $4; for (i = 1; i <= NF; i++) if ($i == "executions" && $(i+1) == "in") {e = $(i-1); t = $(i+2)}
@@ -104,6 +113,10 @@ for gate in rwlock seqlock epoch sweep slots ranks mutex; do
         catchers=$(catchers "$log" "$gate")
         part+="; mutants $caught caught ($catchers)"
     fi
+    # loom_bag's control must also survive a fence at every defer.
+    survivors=$(grep -oE "mutant [A-Za-z]+ \[$gate\]: survived [A-Za-z0-9_]+ with a fence at every defer" "$log" |
+        sed -E 's/mutant ([A-Za-z]+) .*: survived ([A-Za-z0-9_]+) .*/\1 survives \2/' | paste -sd, - || true)
+    [ -n "$survivors" ] && part+=" ($survivors with a fence at every defer)"
     [ "$part" != "$gate:" ] && parts+=("$part")
 done
 declared=$(grep -oE "mutant catalogue: [0-9]+ declared mutants" "$log" | grep -oE '[0-9]+' || true)

@@ -19,8 +19,9 @@
 //! run under every gate), the sweep trigger's ([`Mutant::SWEEP`]), the
 //! rank slots' ([`Mutant::SLOTS`]), rank removal's ([`Mutant::RANKS`],
 //! `loom_ranks`), the lane directory's ([`Mutant::DIRECTORY`],
-//! `loom_ranks` and the shuttle suites) and anchor creation's
-//! ([`Mutant::ANCHORS`], `loom_ranks`) are what the suites run; the catalogue
+//! `loom_ranks` and the shuttle suites), anchor creation's
+//! ([`Mutant::ANCHORS`], `loom_ranks`) and the grace reclaimer's bag mode's
+//! ([`Mutant::BAG`], `loom_bag`) are what the suites run; the catalogue
 //! (`crtc_verification::models::suites`) names the lists each loom and
 //! shuttle suite runs and the property each mutant must fail, and its
 //! coverage test fails when a mutant is in no loom list, or when a listed
@@ -252,6 +253,15 @@ pub enum Mutant {
     /// began. Must fail `serial-outcome` (the reads after the writers
     /// joined score less than the reference model's serial outcome).
     RootFilterNotCounted = 70,
+    /// Epoch: an exclusive section retires the snapshot it replaced before
+    /// it closes, and closes `seq` Relaxed (the layout the section had
+    /// before its retire moved out, with the close weakened). A reclaimer
+    /// that fences at every retire orders readers after the section in
+    /// `seq`'s place; crossbeam-epoch's `defer` does not fence. Property:
+    /// `atomic-read` (the reader model L2t, as for
+    /// [`Mutant::EpochRelaxedSectionClose`]), caught only in the grace
+    /// reclaimer's bag mode ([`Mutant::BAG`]).
+    EpochRetireInRelaxedSection = 67,
 }
 
 impl Mutant {
@@ -330,8 +340,13 @@ impl Mutant {
         Mutant::StoreSkipPastLaneCoverage,
     ];
 
+    /// The mutants only the grace reclaimer's bag mode catches
+    /// (`loom_bag`): orderings its per-defer fence masks, which
+    /// crossbeam-epoch's `defer` does not give.
+    pub const BAG: [Mutant; 1] = [Mutant::EpochRetireInRelaxedSection];
+
     /// Every mutant, for lookups by name or id.
-    pub const ALL: [Mutant; 40] = [
+    pub const ALL: [Mutant; 41] = [
         Mutant::SkipInternalCheck,
         Mutant::ClearBitBeforeCutoff,
         Mutant::NoInvalidation,
@@ -372,6 +387,7 @@ impl Mutant {
         Mutant::AnchorWritersUnlocked,
         Mutant::ShardedSweepFreesBeforeGrace,
         Mutant::RootFilterNotCounted,
+        Mutant::EpochRetireInRelaxedSection,
     ];
 
     /// The mutant with numeric id `id` (`Mutant as u8`; 0 is [`Mutant::None`]).

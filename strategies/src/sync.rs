@@ -34,9 +34,10 @@ mod arm {
         };
     }
 
-    /// Threads (std in production).
+    /// Threads (std in production), and their thread-locals.
     pub mod thread {
         pub use std::thread::{current, sleep, spawn, yield_now, Builder, JoinHandle};
+        pub use std::thread_local;
     }
 
     /// Multi-producer single-consumer channels used by the indexer's lanes.
@@ -224,10 +225,12 @@ macro_rules! checker_locks {
             $krate::thread::yield_now();
         }
 
-        /// Threads of the checker.
+        /// Threads of the checker, and thread-locals per modelled thread
+        /// (their destructors run when the modelled thread ends).
         pub mod thread {
             pub use std::thread::sleep;
             pub use $krate::thread::{current, spawn, yield_now, Builder, JoinHandle};
+            pub use $krate::thread_local;
         }
 
         /// Channels of the checker.

@@ -245,8 +245,10 @@ impl Drop for Exclusive<'_> {
         // Release: a reader that loads the even value sees the section's
         // stores. (Mutant `EpochRelaxedSectionClose`: Relaxed, so a reader
         // may load the even value with an older snapshot and the section's
-        // child map.)
-        let order = if mutant!(EpochRelaxedSectionClose) {
+        // child map; `EpochRetireInRelaxedSection`: Relaxed after a retire
+        // inside the section.)
+        let retired_inside = mutant!(EpochRetireInRelaxedSection);
+        let order = if mutant!(EpochRelaxedSectionClose) || retired_inside {
             Ordering::Relaxed
         } else {
             Ordering::Release
@@ -444,11 +446,18 @@ impl<R: Reclaim> EpochGate<R> {
         let cur = unsafe { self.locked(&lock) };
         let mut writer = Writer::new(cur);
         let (value, shape_changed) = f(&mut writer);
-        let replaced = self.publish(cur, writer.finish());
+        let mut replaced = self.publish(cur, writer.finish());
         // The section ends with its last store a reader can see: the retire
         // below is the reclaimer's business, and a reclaimer that fences
         // there (crossbeam's full bag, the checkers' grace reclaimer) would
         // otherwise order readers after the section in `seq`'s place.
+        // (Mutant `EpochRetireInRelaxedSection`: the retire inside the
+        // section, which then closes Relaxed.)
+        let inside = mutant!(EpochRetireInRelaxedSection);
+        if inside {
+            // SAFETY: as below.
+            unsafe { Self::retire(replaced.take()) };
+        }
         drop(section);
         // SAFETY: `publish` unpublished it, and `cur` is not used again.
         unsafe { Self::retire(replaced) };

@@ -142,10 +142,22 @@ pub fn child_run(mutant: Mutant, model: &str, run: impl FnOnce() -> String) {
 /// failed child's property is the one its first panic message carries
 /// (`None` when that message has no tag).
 pub fn spawn_child(test: &str, mutant: Mutant, model: &str) -> ChildVerdict {
+    spawn_child_with(test, mutant, model, &[])
+}
+
+/// [`spawn_child`] with the environment variables `env` set in the child
+/// (a checker knob the control depends on).
+pub fn spawn_child_with(
+    test: &str,
+    mutant: Mutant,
+    model: &str,
+    env: &[(&str, &str)],
+) -> ChildVerdict {
     let exe = std::env::current_exe().expect("the test binary's path");
     let output = Command::new(exe)
         .args([test, "--exact", "--nocapture", "--test-threads=1"])
         .env(CHILD_ENV, format!("{} {model}", mutant as u8))
+        .envs(env.iter().copied())
         .output()
         .expect("start the child test process");
     let stdout = String::from_utf8_lossy(&output.stdout);

@@ -276,7 +276,7 @@ pub struct SuiteMutants {
 
 /// Every loom suite's mutant lists: the single source the suites run and
 /// the coverage test ([`check_catalogue`]) holds against `Mutant::ALL`.
-pub const LOOM_SUITES: [SuiteMutants; 6] = [
+pub const LOOM_SUITES: [SuiteMutants; 7] = [
     SuiteMutants {
         suite: "rwlock",
         lists: &[&Mutant::RWLOCK, &Mutant::RWLOCK_LOOM, &Mutant::TREE],
@@ -300,6 +300,12 @@ pub const LOOM_SUITES: [SuiteMutants; 6] = [
     SuiteMutants {
         suite: "ranks",
         lists: &[&Mutant::RANKS, &Mutant::DIRECTORY, &Mutant::ANCHORS],
+    },
+    // The grace reclaimer's bag mode (`loom_bag`): epoch-gate models and
+    // R1 with deferred work gathered as crossbeam-epoch gathers it.
+    SuiteMutants {
+        suite: "bag",
+        lists: &[&Mutant::BAG],
     },
 ];
 
@@ -375,6 +381,9 @@ pub fn loom_catch(mutant: Mutant) -> Catch {
             (SlotOwned, &["slot_reuse"])
         }
         Mutant::SlotRecycledBeforeGrace => (ReadBounds, &["R1"]),
+        // As `EpochRelaxedSectionClose`, in the grace reclaimer's bag mode
+        // (`loom_bag`): its retire no longer fences the section's stores.
+        Mutant::EpochRetireInRelaxedSection => (AtomicRead, &["L2t"]),
         // A rank's own read after its store under a parent only another
         // rank of its lane holds; the lane's next store under blocks another
         // lane covered first.
@@ -588,6 +597,8 @@ pub fn shuttle_catch(mutant: Mutant) -> Option<Property> {
         | Mutant::SlotCacheIgnoresUnmaps
         | Mutant::SlotStampAfterLookup
         | Mutant::SlotRecycledBeforeGrace => return None,
+        // A fence order: shuttle runs every atomic SeqCst.
+        Mutant::EpochRetireInRelaxedSection => return None,
         // No shuttle scenario creates anchors (loom's A1 does).
         Mutant::AnchorWritersUnlocked => return None,
     })

@@ -20,7 +20,13 @@
 //!   issues `fence(SeqCst)` (crossbeam's pin: a Relaxed store of its local
 //!   epoch, which orders nothing, then that fence); its outermost unpin
 //!   stores "pin n ended" into its participant word with Release (crossbeam's
-//!   unpin); `defer` issues `fence(SeqCst)` (crossbeam's bag push). Deferred
+//!   unpin); `defer` issues `fence(SeqCst)` (crossbeam's bag push, as if
+//!   every bag held one function). In bag mode (`CRTC_GRACE_BAG=N`, `N > 1`;
+//!   module [`bag`]) `defer` only gathers the function, and the fence comes
+//!   when the thread's bag is pushed (full, flushed, waited on, or the
+//!   thread ended), where crossbeam's comes; the pins recorded are those
+//!   active at the push, and `wait_for_pinned_threads` pushes (a fence)
+//!   before it reads them. Deferred
 //!   work runs only once the running thread has loaded the word of every
 //!   other thread whose pin it waits for and seen that pin ended, as
 //!   crossbeam's `try_advance` reads the participants (Relaxed, then an
@@ -91,8 +97,11 @@ use crate::violated;
 use crtc_strategies::sync::atomic::{fence, AtomicPtr, AtomicU64, Ordering};
 use crtc_strategies::sync::{spin_loop, thread, Arc};
 use crtc_strategies::Reclaim;
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::{Cell, RefCell};
+
+pub mod bag;
+mod quarantine;
+pub use quarantine::QuarantineAlloc;
 
 /// The grace-period reclaimer (see the module docs).
 #[derive(Debug, Default, Clone, Copy)]
@@ -123,6 +132,9 @@ const PARTICIPANTS: usize = 8;
 struct Words {
     /// Per participant: the number of its last outermost pin that ended.
     locals: [AtomicU64; PARTICIPANTS],
+    /// Bag mode: the global queue's word, bumped by every bag push and read
+    /// before work from a pushed bag runs (module docs of `bag`).
+    queue: AtomicU64,
 }
 
 /// A modelled thread that pinned: its word's index is its place in
@@ -136,11 +148,15 @@ struct Participant {
 }
 
 struct Pending {
-    /// The pins that were active when the work was deferred.
+    /// The pins that were active when the work was deferred (in bag mode:
+    /// when its bag was pushed).
     waits_for: Vec<u64>,
     /// Their participants and outermost pin numbers: the running thread
     /// must see each of those pins end in its word.
     observe: Vec<(usize, u64)>,
+    /// Whether it came through a pushed bag: the running thread reads the
+    /// queue word first.
+    queued: bool,
     work: Deferred,
 }
 
@@ -156,6 +172,8 @@ struct State {
     ran: u64,
     freed: u64,
     participants: Vec<Participant>,
+    /// Bag mode: each modelled thread's bag of deferred work not pushed yet.
+    bags: Vec<(ThreadKey, Vec<Deferred>)>,
 }
 
 impl State {
@@ -176,6 +194,17 @@ impl State {
         self.participants.len() - 1
     }
 
+    /// `work` waiting for every pin active now (`queued`: from a pushed
+    /// bag).
+    fn record(&self, work: Deferred, queued: bool) -> Pending {
+        Pending {
+            waits_for: self.active.iter().map(|(id, _)| *id).collect(),
+            observe: self.pinned_participants(),
+            queued,
+            work,
+        }
+    }
+
     /// The outermost pins active now, as (participant, pin number).
     fn pinned_participants(&self) -> Vec<(usize, u64)> {
         (self.participants.iter().enumerate())
@@ -194,6 +223,10 @@ thread_local! {
     /// Blocks deferred work freed in the executions ended since the last
     /// [`take_freed`].
     static FREED_TOTAL: Cell<u64> = const { Cell::new(0) };
+    /// Of those, the blocks freed before their execution's end (before
+    /// [`end_execution`] pushed and ran what was left), in executions where
+    /// more than one modelled thread pinned.
+    static FREED_BEFORE_END: Cell<u64> = const { Cell::new(0) };
 }
 
 fn words() -> Option<Arc<Words>> {
@@ -205,8 +238,10 @@ fn with_state<T>(f: impl FnOnce(&mut State) -> T) -> T {
 }
 
 // SAFETY: (1) `GraceGuard`'s field is private and only `pin` builds it;
-// (2) deferred work waits for every pin active at `defer`; (3) an outermost
-// `pin` and every `defer` fence SeqCst (module docs); (4)
+// (2) deferred work waits for every pin active at `defer` (in bag mode at
+// the later push, so for those too); (3) an outermost `pin` and every
+// `defer` fence SeqCst, or in bag mode every push, before which no work of
+// the bag runs (module docs); (4)
 // `wait_for_pinned_threads` waits until every pin active at the call is
 // seen ended. A checker's specification of the contract, run
 // only inside a model.
@@ -235,20 +270,20 @@ unsafe impl Reclaim for GraceReclaim {
     }
 
     fn defer(_guard: &GraceGuard, f: impl FnOnce() + Send + 'static) {
+        if bag::enabled() {
+            bag::defer(Box::new(f));
+            return;
+        }
         // SeqCst: a pin that registers after this point fences after it.
         fence(Ordering::SeqCst);
         with_state(|s| {
-            let waits_for = s.active.iter().map(|(id, _)| *id).collect();
-            let observe = s.pinned_participants();
-            s.pending.push(Pending {
-                waits_for,
-                observe,
-                work: Box::new(f),
-            });
+            let pending = s.record(Box::new(f), false);
+            s.pending.push(pending);
         });
     }
 
     fn flush(_guard: &GraceGuard) {
+        bag::push_own();
         run_ready();
     }
 
@@ -266,10 +301,13 @@ unsafe impl Reclaim for GraceReclaim {
     }
 
     fn collect() {
+        // The crossbeam backend collects by flushing (the trait's default).
+        bag::push_own();
         run_ready();
     }
 
     fn wait_for_pinned_threads() {
+        bag::push_for_wait();
         let pinned = with_state(|s| s.pinned_participants());
         if let Some(words) = words() {
             for (index, pin) in pinned {
@@ -429,6 +467,11 @@ fn take_ready() -> Vec<Pending> {
         .into_iter()
         .partition(|p| p.observe.iter().all(|&(index, pin)| ended(index, pin)));
     with_state(|s| s.pending.extend(unseen));
+    if ready.iter().any(|p| p.queued) {
+        // Acquire: the work sees every access its bag's pusher made before
+        // the push (a read-modify-write: module docs).
+        words.queue.fetch_add(0, Ordering::Acquire);
+    }
     ready
 }
 
@@ -437,13 +480,16 @@ fn take_ready() -> Vec<Pending> {
 pub fn begin_execution() {
     let leftover = with_state(std::mem::take);
     leftover.pending.into_iter().for_each(std::mem::forget);
+    leftover.bags.into_iter().for_each(std::mem::forget);
     let words = Words {
         locals: std::array::from_fn(|_| AtomicU64::new(0)),
+        queue: AtomicU64::new(0),
     };
     // Words left by a failed execution belong to that execution's checker
     // state: leak them rather than touch them from this one.
     std::mem::forget(WORDS.with(|w| w.replace(Some(Arc::new(words)))));
     REUSE.with(|r| r.set(std::env::var("CRTC_GRACE_REUSE").is_ok_and(|v| v == "1")));
+    bag::configure();
     quarantine::watch(std::iter::empty());
     quarantine::take_direct_free();
     quarantine::release();
@@ -453,6 +499,9 @@ pub fn begin_execution() {
 /// still deferred, checks that no pin is left, releases the quarantine, and
 /// returns `(deferred functions run, blocks they freed)`.
 pub fn end_execution() -> (u64, u64) {
+    let before_end = with_state(|s| if s.participants.len() > 1 { s.freed } else { 0 });
+    FREED_BEFORE_END.with(|t| t.set(t.get() + before_end));
+    bag::push_all();
     run_ready();
     WORDS.with(|w| w.borrow_mut().take());
     quarantine::watch(std::iter::empty());
@@ -479,6 +528,15 @@ pub fn take_freed() -> u64 {
     FREED_TOTAL.with(|t| t.replace(0))
 }
 
+/// The blocks deferred work freed before their execution's end, in the
+/// executions ended on this thread since the last call in which more than
+/// one modelled thread pinned (not a model's serial runs): in bag mode, work
+/// runs only after a push, so this shows that pushes happen while the
+/// model's threads run, not only at the end.
+pub fn take_freed_before_end() -> u64 {
+    FREED_BEFORE_END.with(|t| t.replace(0))
+}
+
 /// Runs `f` as one whole execution, between [`begin_execution`] and
 /// [`end_execution`] (a model's one-execution setup runs).
 pub fn one_execution<T>(f: impl FnOnce() -> T) -> T {
@@ -497,431 +555,4 @@ pub fn freed_in_execution() -> u64 {
 /// Whether the test binary installed [`QuarantineAlloc`].
 pub fn quarantine_installed() -> bool {
     quarantine::installed()
-}
-
-/// The byte every freed block is filled with before it is held or handed
-/// back: a stale read of a freed object reads this pattern (a pointer of
-/// `0xa5a5...`, a checker object whose index is out of range) instead of the
-/// value it last held, so it fails the run where a quarantined block would
-/// otherwise still read as valid.
-const POISON: u8 = 0xa5;
-
-/// The global allocator of test binaries that use [`GraceReclaim`]: the
-/// system allocator, except that deallocations made while deferred work runs
-/// are held back (see the module docs), and freed blocks are poisoned
-/// ([`POISON`]) but those a pinned thread holds.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct QuarantineAlloc;
-
-// SAFETY: every block comes from `System` with the caller's layout and goes
-// back to `System` with the layout recorded for it, exactly once: either
-// right away or, when held, by `quarantine::release`. Nothing here allocates
-// or unwinds.
-unsafe impl GlobalAlloc for QuarantineAlloc {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        quarantine::mark_installed();
-        // SAFETY: the caller's contract is `System`'s.
-        quarantine::handed_out(unsafe { System.alloc(layout) })
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        let capturing = quarantine::capturing();
-        let held = quarantine::hold(ptr, layout);
-        // A block held because a pinned thread holds it stays intact: the
-        // direct-free check reports it (tagged) at the next reclaimer call,
-        // and a poisoned read before that would pre-empt it untagged.
-        // Deferred work's frees are checked before any other thread runs.
-        if capturing || !held {
-            // SAFETY: the caller hands back a block of `layout.size()` bytes
-            // it allocated here and no longer uses; nothing reads it as a
-            // live object again, so its bytes are ours to overwrite.
-            unsafe { std::ptr::write_bytes(ptr, POISON, layout.size()) };
-        }
-        if !held {
-            // SAFETY: `ptr` was allocated by `System` with `layout` (above).
-            unsafe { System.dealloc(ptr, layout) }
-        }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        quarantine::mark_installed();
-        // SAFETY: the caller's contract is `System`'s.
-        quarantine::handed_out(unsafe { System.alloc_zeroed(layout) })
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // Reallocation is never part of a deferred free; `System` moves or
-        // grows the block and frees the old one itself.
-        // SAFETY: the caller's contract is `System`'s.
-        quarantine::handed_out(unsafe { System.realloc(ptr, layout, new_size) })
-    }
-}
-
-/// The quarantine's state: const-initialized thread-locals without
-/// destructors, so the allocator can use them at any time without
-/// allocating.
-mod quarantine {
-    use super::{Cell, Layout, RefCell, System};
-    use std::alloc::GlobalAlloc;
-
-    /// Most blocks held per execution; more are freed normally (and the
-    /// overflow is reported by `capture`). A shuttle scenario (two writers'
-    /// streams with clears, a worker's removal and sweeps) frees a few
-    /// thousand blocks per execution.
-    const CAPACITY: usize = 16384;
-
-    /// Most blocks pinned threads may hold at once; more fail the model. A
-    /// removal's sweep walks the whole tree of a shuttle scenario under one
-    /// pin.
-    const WATCH_CAPACITY: usize = 512;
-
-    struct Watched {
-        blocks: [usize; WATCH_CAPACITY],
-        len: usize,
-        /// The first watched block freed outside deferred work, if any.
-        direct_free: Option<usize>,
-    }
-
-    struct Held {
-        blocks: [(usize, usize, usize); CAPACITY],
-        len: usize,
-        /// The addresses of `blocks`, for the double-free check and
-        /// [`holds`] in constant time (a shuttle execution holds thousands).
-        index: AddressSet,
-        overflow: bool,
-        double_free: bool,
-    }
-
-    /// Slots of an [`AddressSet`]: twice [`CAPACITY`], so the table is at
-    /// most half full.
-    const SET_SLOTS: usize = 2 * CAPACITY;
-
-    /// A set of block addresses in a fixed table, since the allocator may
-    /// not allocate: open addressing with linear probing, 0 an empty slot
-    /// and 1 a removed one (no block lives at address 0 or 1).
-    struct AddressSet {
-        slots: [usize; SET_SLOTS],
-        /// Slots ever filled since the last [`AddressSet::clear`], removed
-        /// ones included: an insert is refused at half the table.
-        used: usize,
-        /// Whether a slot was removed since the last clear.
-        removed: bool,
-    }
-
-    const EMPTY: usize = 0;
-    const REMOVED: usize = 1;
-
-    impl AddressSet {
-        const fn new() -> Self {
-            Self {
-                slots: [EMPTY; SET_SLOTS],
-                used: 0,
-                removed: false,
-            }
-        }
-
-        fn home(address: usize) -> usize {
-            // Fibonacci hashing of the address without its alignment bits.
-            let mixed = ((address >> 3) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-            (mixed >> (64 - SET_SLOTS.trailing_zeros())) as usize
-        }
-
-        /// The slot holding `address`, if any.
-        fn find(&self, address: usize) -> Option<usize> {
-            let mut at = Self::home(address);
-            loop {
-                match self.slots[at] {
-                    EMPTY => return None,
-                    a if a == address => return Some(at),
-                    _ => at = (at + 1) % SET_SLOTS,
-                }
-            }
-        }
-
-        fn contains(&self, address: usize) -> bool {
-            self.find(address).is_some()
-        }
-
-        /// Adds `address`; false when the table is at its fill bound.
-        fn insert(&mut self, address: usize) -> bool {
-            if self.used >= SET_SLOTS / 2 {
-                return false;
-            }
-            let mut at = Self::home(address);
-            while self.slots[at] != EMPTY {
-                at = (at + 1) % SET_SLOTS;
-            }
-            self.slots[at] = address;
-            self.used += 1;
-            true
-        }
-
-        fn remove(&mut self, address: usize) {
-            if let Some(at) = self.find(address) {
-                self.slots[at] = REMOVED;
-                self.removed = true;
-            }
-        }
-
-        /// Empties the set, whose members are `members`. Without removed
-        /// slots it empties only the runs of filled slots their homes start
-        /// in (each member lies in the run its home is in, and a pass from
-        /// anywhere in a run empties the run's rest), instead of the whole
-        /// table on every execution.
-        fn clear(&mut self, members: impl Iterator<Item = usize>) {
-            if self.removed {
-                self.slots = [EMPTY; SET_SLOTS];
-            } else {
-                for address in members {
-                    let mut at = Self::home(address);
-                    while self.slots[at] != EMPTY {
-                        self.slots[at] = EMPTY;
-                        at = (at + 1) % SET_SLOTS;
-                    }
-                }
-            }
-            self.used = 0;
-            self.removed = false;
-        }
-    }
-
-    /// Blocks handed back to the system in reuse mode whose addresses the
-    /// allocator has not handed out again.
-    struct Reused {
-        blocks: [usize; CAPACITY],
-        len: usize,
-    }
-
-    thread_local! {
-        static REUSED: RefCell<Reused> = const {
-            RefCell::new(Reused {
-                blocks: [0; CAPACITY],
-                len: 0,
-            })
-        };
-        static INSTALLED: Cell<bool> = const { Cell::new(false) };
-        static CAPTURING: Cell<bool> = const { Cell::new(false) };
-        static WATCHED: RefCell<Watched> = const {
-            RefCell::new(Watched {
-                blocks: [0; WATCH_CAPACITY],
-                len: 0,
-                direct_free: None,
-            })
-        };
-        static HELD: RefCell<Held> = const {
-            RefCell::new(Held {
-                blocks: [(0, 0, 0); CAPACITY],
-                len: 0,
-                index: AddressSet::new(),
-                overflow: false,
-                double_free: false,
-            })
-        };
-    }
-
-    pub(super) fn mark_installed() {
-        let _ = INSTALLED.try_with(|i| i.set(true));
-    }
-
-    pub(super) fn installed() -> bool {
-        INSTALLED.with(Cell::get)
-    }
-
-    /// Appends `address` after the first `*len` of `blocks`; fails the
-    /// model when the list (`what`) is full.
-    fn push_address(blocks: &mut [usize], len: &mut usize, address: usize, what: &str) {
-        assert!(
-            *len < blocks.len(),
-            "grace reclaimer: more than {} {what}",
-            blocks.len()
-        );
-        blocks[*len] = address;
-        *len += 1;
-    }
-
-    /// Sets the blocks pinned threads hold.
-    pub(super) fn watch(addresses: impl Iterator<Item = usize>) {
-        WATCHED.with(|w| {
-            let mut watched = w.borrow_mut();
-            let Watched { blocks, len, .. } = &mut *watched;
-            *len = 0;
-            for address in addresses {
-                push_address(blocks, len, address, "blocks held by pinned threads");
-            }
-        });
-    }
-
-    /// The watched block freed outside deferred work since the last call.
-    pub(super) fn take_direct_free() -> Option<usize> {
-        WATCHED.with(|w| w.borrow_mut().direct_free.take())
-    }
-
-    /// Records a free of a watched block outside deferred work; returns
-    /// whether the `size` bytes at `address` hold a watched address (an
-    /// object inside the block, such as the value of an `Arc`, counts).
-    fn note_direct_free(address: usize, size: usize) -> bool {
-        WATCHED
-            .try_with(|w| {
-                let Ok(mut watched) = w.try_borrow_mut() else {
-                    return false;
-                };
-                let inside = |a: &usize| (address..address + size.max(1)).contains(a);
-                let hit = watched.blocks[..watched.len].iter().any(inside);
-                if hit && watched.direct_free.is_none() {
-                    watched.direct_free = Some(address);
-                }
-                hit
-            })
-            .unwrap_or(false)
-    }
-
-    /// Whether deferred work is running on this thread (its frees are
-    /// captured).
-    pub(super) fn capturing() -> bool {
-        CAPTURING.try_with(Cell::get).unwrap_or(false)
-    }
-
-    /// Holds `ptr` instead of freeing it if deferred work is running on
-    /// this thread, or if a pinned thread holds it (then the free is
-    /// recorded as a direct free); returns whether it did.
-    pub(super) fn hold(ptr: *mut u8, layout: Layout) -> bool {
-        if !capturing() && !note_direct_free(ptr as usize, layout.size()) {
-            return false;
-        }
-        HELD.try_with(|h| {
-            let Ok(mut held) = h.try_borrow_mut() else {
-                return false;
-            };
-            let address = ptr as usize;
-            if held.index.contains(address) {
-                // Already held: a second free of the same block. Keep the
-                // single record (it is released once).
-                held.double_free = true;
-                return true;
-            }
-            if held.len == CAPACITY || !held.index.insert(address) {
-                held.overflow = true;
-                return false;
-            }
-            let len = held.len;
-            held.blocks[len] = (address, layout.size(), layout.align());
-            held.len += 1;
-            true
-        })
-        .unwrap_or(false)
-    }
-
-    /// Whether `address` is a freed block: held, or handed back in reuse
-    /// mode and not allocated again.
-    pub(super) fn holds(address: usize) -> bool {
-        let held = HELD.with(|h| h.borrow().index.contains(address));
-        held || REUSED.with(|r| r.borrow().blocks[..r.borrow().len].contains(&address))
-    }
-
-    /// Reuse mode: returns the held `blocks` to the system now, each
-    /// recorded as freed until the allocator hands its address out again.
-    pub(super) fn reuse(blocks: &[usize]) {
-        let records: Vec<(usize, usize, usize)> = HELD.with(|h| {
-            let mut held = h.borrow_mut();
-            let mut taken = Vec::new();
-            let mut at = 0;
-            while at < held.len {
-                if blocks.contains(&held.blocks[at].0) {
-                    taken.push(held.blocks[at]);
-                    let address = held.blocks[at].0;
-                    held.index.remove(address);
-                    let last = held.len - 1;
-                    held.blocks.swap(at, last);
-                    held.len = last;
-                } else {
-                    at += 1;
-                }
-            }
-            taken
-        });
-        REUSED.with(|r| {
-            let mut reused = r.borrow_mut();
-            let Reused { blocks, len } = &mut *reused;
-            for &(address, _, _) in &records {
-                push_address(blocks, len, address, "blocks handed back for reuse");
-            }
-        });
-        for (address, size, align) in records {
-            // SAFETY: as in `release`: a held block, allocated by `System`
-            // with this layout, whose record was removed above.
-            unsafe {
-                System.dealloc(
-                    address as *mut u8,
-                    Layout::from_size_align_unchecked(size, align),
-                )
-            }
-        }
-    }
-
-    /// Records that the allocator handed `ptr` out (no longer a freed
-    /// address); returns it.
-    pub(super) fn handed_out(ptr: *mut u8) -> *mut u8 {
-        let _ = REUSED.try_with(|r| {
-            if let Ok(mut reused) = r.try_borrow_mut() {
-                let len = reused.len;
-                if let Some(at) = reused.blocks[..len].iter().position(|&a| a == ptr as usize) {
-                    reused.blocks.swap(at, len - 1);
-                    reused.len -= 1;
-                }
-            }
-        });
-        ptr
-    }
-
-    /// Runs `work` with deallocations held; returns the blocks it freed.
-    pub(super) fn capture(work: Box<dyn FnOnce()>) -> Vec<usize> {
-        let before = HELD.with(|h| h.borrow().len);
-        let outer = CAPTURING.with(|c| c.replace(true));
-        work();
-        CAPTURING.with(|c| c.set(outer));
-        let (freed, overflow) = HELD.with(|h| {
-            let held = h.borrow();
-            let freed = held.blocks[before.min(held.len)..held.len]
-                .iter()
-                .map(|&(a, _, _)| a)
-                .collect::<Vec<_>>();
-            (freed, held.overflow)
-        });
-        assert!(
-            !overflow,
-            "grace reclaimer: quarantine overflow ({CAPACITY} blocks)"
-        );
-        freed
-    }
-
-    /// Whether a block was freed twice since the last call.
-    pub(super) fn take_double_free() -> bool {
-        HELD.with(|h| std::mem::take(&mut h.borrow_mut().double_free))
-    }
-
-    /// Returns every held block to the system.
-    pub(super) fn release() {
-        REUSED.with(|r| r.borrow_mut().len = 0);
-        let blocks: Vec<(usize, usize, usize)> = HELD.with(|h| {
-            let mut held = h.borrow_mut();
-            let blocks = held.blocks[..held.len].to_vec();
-            held.index
-                .clear(blocks.iter().map(|&(address, _, _)| address));
-            held.len = 0;
-            held.overflow = false;
-            held.double_free = false;
-            blocks
-        });
-        for (address, size, align) in blocks {
-            // SAFETY: held blocks were allocated by `System` with this
-            // layout (recorded when held) and are released exactly once:
-            // the record was removed above.
-            unsafe {
-                System.dealloc(
-                    address as *mut u8,
-                    Layout::from_size_align_unchecked(size, align),
-                )
-            }
-        }
-    }
 }
