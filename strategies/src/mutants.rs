@@ -250,8 +250,10 @@ pub enum Mutant {
     /// Tree: the root's key counts (`crtc`'s `tree::key_filter`) count no
     /// insert, so every lookup reads 0 for its first hash and returns no
     /// scores before walking: the reader misses children linked before it
-    /// began. Must fail `serial-outcome` (the reads after the writers
-    /// joined score less than the reference model's serial outcome).
+    /// began. Must fail `read-bounds` (the held-throughout floor: a read
+    /// during the writes scores 0 for blocks a rank held throughout it;
+    /// loom's L2, shuttle's `mixed`), before the final scores fail
+    /// `serial-outcome`.
     RootFilterNotCounted = 70,
     /// Epoch: an exclusive section retires the snapshot it replaced before
     /// it closes, and closes `seq` Relaxed (the layout the section had

@@ -32,7 +32,7 @@
 //! caught by `one-append-wins`), and the tree's `SweepFreesBeforeGrace`
 //! (caught by U1), `ShardedSweepFreesBeforeGrace` (caught by U3),
 //! `ChildrenSortedAfterPublish` (caught by L2r on `race-free`) and
-//! `RootFilterNotCounted` (caught by L2 on `serial-outcome`), each run against the models `models::suites::loom_catch`
+//! `RootFilterNotCounted` (caught by L2 on `read-bounds`), each run against the models `models::suites::loom_catch`
 //! names, each in a child process of this test binary, and each must make
 //! one fail its property. `CRTC_MUTANT_MATRIX=1` runs every
 //! mutant against every model instead (slow: a surviving pair explores its
