@@ -159,7 +159,8 @@ pub struct RatioSummary {
 /// upstream row's, heap swept against upstream swept and unswept against
 /// upstream unswept (each ratio's name says which pair it divides); rows
 /// with fixed event threads are left out. `repeats[r]` holds repeat `r`'s
-/// rows (capacity rows only are compared).
+/// rows: capacity rows with capacity rows, and keep-up rows' read
+/// latencies over the upstream keep-up row's (the same offered rate).
 pub fn ratios(repeats: &[Vec<Row>], upstream: &str) -> Vec<RatioSummary> {
     let mut values: Vec<(String, Vec<f64>)> = Vec::new();
     for rows in repeats {
@@ -219,6 +220,31 @@ fn repeat_ratios(rows: &[Row], upstream: &str) -> Vec<(String, f64)> {
             out.extend(heap_ratios(row, up, upstream));
             out.extend(read_ratios(row, up, upstream));
         }
+    }
+    out.extend(keepup_ratios(rows, upstream));
+    out
+}
+
+/// Each keep-up row's find_matches latency beside its writer over the
+/// upstream keep-up row's, both at the run's offered rate.
+fn keepup_ratios(rows: &[Row], upstream: &str) -> Vec<(String, f64)> {
+    let keepup: Vec<&Row> = rows.iter().filter(|r| r.mode == "keepup").collect();
+    let Some(up) = keepup.iter().find(|r| r.strategy == upstream) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for row in keepup.iter().filter(|r| r.strategy != upstream) {
+        let pairs = [
+            ("p50", row.read_p50_ns, up.read_p50_ns),
+            ("p99", row.read_p99_ns, up.read_p99_ns),
+        ];
+        out.extend(pairs.into_iter().filter_map(|(what, ours, theirs)| {
+            let (a, b) = (ours?, theirs?);
+            (b > 0).then(|| {
+                let name = format!("{} keep-up read {what} vs {upstream}", row.label());
+                (name, a as f64 / b as f64)
+            })
+        }));
     }
     out
 }
@@ -306,6 +332,35 @@ mod ratio_tests {
             summary.iter().all(|s| !s.name.contains("vs up")),
             "no upstream row"
         );
+    }
+
+    /// Keep-up rows pair their read latencies with the upstream keep-up
+    /// row of their repeat, and never with a capacity row.
+    #[test]
+    fn keepup_reads_are_paired_with_upstream_keepup() {
+        let repeat = |ours: u64, up: u64| {
+            let mut rows = vec![
+                row("rwlock", Some(true), "keepup"),
+                row("up", None, "keepup"),
+                row("up", None, "capacity"),
+            ];
+            for (r, v) in rows.iter_mut().zip([ours, up, 1]) {
+                (r.read_p50_ns, r.read_p99_ns) = (Some(v), Some(2 * v));
+            }
+            rows
+        };
+        let summary = ratios(&[repeat(300, 400), repeat(100, 200)], "up");
+        let p50 = summary
+            .iter()
+            .find(|s| s.name == "rwlock fast keep-up read p50 vs up")
+            .expect("a keep-up ratio");
+        assert_eq!(
+            (p50.median, p50.range, p50.repeats),
+            (0.625, [0.5, 0.75], 2)
+        );
+        assert!(summary
+            .iter()
+            .any(|s| s.name == "rwlock fast keep-up read p99 vs up"));
     }
 
     #[test]
