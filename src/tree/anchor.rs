@@ -185,7 +185,7 @@ impl<G: ShapeGate> Tree<G> {
         query.extend_from_slice(suffix);
         super::matches::with_walk(|walk| {
             walk.credits.clear();
-            Self::walk_from(&anchor.node, &query, false, false, &guard, walk);
+            Self::walk_from::<false>(&anchor.node, &query, false, &guard, walk);
             let table = self.slots.table(&guard);
             let mut scores = OverlapScores::default();
             for &(slot, score, _) in &walk.credits {

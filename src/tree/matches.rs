@@ -58,8 +58,6 @@ struct Hop<'g, G: ShapeGate> {
 struct Scratch {
     words: Vec<u64>,
     dropped: Vec<(Slot, usize, Option<ExternalSequenceBlockHash>)>,
-    /// Whether the walk reads each credit's last matched hash.
-    want_last: bool,
 }
 
 /// A walk's buffers: the hop's scratch, the active set and the credits.
@@ -92,31 +90,35 @@ pub(super) fn with_walk<R>(f: impl FnOnce(&mut Walk) -> R) -> R {
     }
 }
 
-/// The external hash of the `credited`th block, if the walk wants it.
+/// The external hash of the `credited`th block, if the walk wants it
+/// (`LAST`: a constant, so a walk for scores alone carries no hashes).
 #[inline]
-fn last_of(
+fn last_of<const LAST: bool>(
     shape: &impl ShapeRead,
     credited: usize,
-    want: bool,
 ) -> Option<ExternalSequenceBlockHash> {
-    (want && credited > 0).then(|| shape.pair(credited - 1).external)
+    (LAST && credited > 0).then(|| shape.pair(credited - 1).external)
 }
 
-fn record_first(shape: &impl ShapeRead, matched: usize, scratch: &mut Scratch) {
+fn record_first<const LAST: bool>(shape: &impl ShapeRead, matched: usize, scratch: &mut Scratch) {
     scratch
         .words
         .extend((0..shape.full_word_count()).map(|i| shape.full_word(i)));
-    let want = scratch.want_last;
     shape.for_each_cutoff(|slot, k| {
         let credited = (k as usize).min(matched);
         if credited > 0 {
-            let last = last_of(shape, credited, want);
+            let last = last_of::<LAST>(shape, credited);
             scratch.dropped.push((slot, credited, last));
         }
     });
 }
 
-fn record_later(shape: &impl ShapeRead, matched: usize, active: &SlotBits, scratch: &mut Scratch) {
+fn record_later<const LAST: bool>(
+    shape: &impl ShapeRead,
+    matched: usize,
+    active: &SlotBits,
+    scratch: &mut Scratch,
+) {
     active.for_each_word(|index, word| {
         let kept = word & shape.full_word(index);
         scratch.words.push(kept);
@@ -124,7 +126,7 @@ fn record_later(shape: &impl ShapeRead, matched: usize, active: &SlotBits, scrat
         while gone != 0 {
             let slot = Slot((index * 64) as u16 + gone.trailing_zeros() as u16);
             let credited = shape.cutoff(slot).map_or(0, |k| (k as usize).min(matched));
-            let last = last_of(shape, credited, scratch.want_last);
+            let last = last_of::<LAST>(shape, credited);
             scratch.dropped.push((slot, credited, last));
             gone &= gone - 1;
         }
@@ -139,7 +141,7 @@ impl<G: ShapeGate> Tree<G> {
         }
         let guard = G::Reclaim::pin();
         with_walk(|walk| {
-            self.walk(query, early_exit, false, &guard, walk);
+            self.walk::<false>(query, early_exit, &guard, walk);
             let table = self.slots.table(&guard);
             let mut scores = OverlapScores::default();
             scores.scores.reserve(walk.credits.len());
@@ -159,7 +161,7 @@ impl<G: ShapeGate> Tree<G> {
         }
         let guard = G::Reclaim::pin();
         with_walk(|walk| {
-            self.walk(query, early_exit, true, &guard, walk);
+            self.walk::<true>(query, early_exit, &guard, walk);
             let table = self.slots.table(&guard);
             let mut details = MatchDetails::default();
             for &(slot, score, last) in &walk.credits {
@@ -185,11 +187,11 @@ impl<G: ShapeGate> Tree<G> {
             .is_some_and(|&key| self.root_keys.may_hold(key))
     }
 
-    fn walk(
+    /// The walk from the root (`LAST`: read each credit's last matched hash).
+    fn walk<const LAST: bool>(
         &self,
         query: &[LocalBlockHash],
         early_exit: bool,
-        want_last: bool,
         guard: &Guard<G>,
         walk: &mut Walk,
     ) {
@@ -198,17 +200,16 @@ impl<G: ShapeGate> Tree<G> {
             .first()
             .and_then(|&key| self.root.children.get(key, guard))
         {
-            Self::walk_from(node, query, early_exit, want_last, guard, walk);
+            Self::walk_from::<LAST>(node, query, early_exit, guard, walk);
         }
     }
 
     /// The walk from `node`, whose first edge block is `query[0]`'s match,
     /// into `walk.credits` (which the caller cleared).
-    pub(super) fn walk_from<'g>(
+    pub(super) fn walk_from<'g, const LAST: bool>(
         mut node: &'g Node<G>,
         query: &[LocalBlockHash],
         early_exit: bool,
-        want_last: bool,
         guard: &'g Guard<G>,
         walk: &mut Walk,
     ) {
@@ -218,11 +219,10 @@ impl<G: ShapeGate> Tree<G> {
             credits,
         } = walk;
         active.clear();
-        scratch.want_last = want_last;
         let (mut depth, mut first, mut prev_last) = (0, true, None);
         loop {
             let rest = &query[depth..];
-            let hop = Self::read_hop(node, rest, first, active, scratch, guard);
+            let hop = Self::read_hop::<LAST>(node, rest, first, active, scratch, guard);
             active.assign_words(&scratch.words);
             for &(slot, credited, last) in &scratch.dropped {
                 if depth + credited > 0 {
@@ -245,7 +245,7 @@ impl<G: ShapeGate> Tree<G> {
         }
     }
 
-    fn read_hop<'g>(
+    fn read_hop<'g, const LAST: bool>(
         node: &'g Node<G>,
         rest: &[LocalBlockHash],
         first: bool,
@@ -261,11 +261,11 @@ impl<G: ShapeGate> Tree<G> {
                 .min(edge_len)
                 .min(rest.len());
             if first {
-                record_first(shape, matched, scratch);
+                record_first::<LAST>(shape, matched, scratch);
             } else {
-                record_later(shape, matched, active, scratch);
+                record_later::<LAST>(shape, matched, active, scratch);
             }
-            let last = last_of(shape, matched, scratch.want_last);
+            let last = last_of::<LAST>(shape, matched);
             let descend = matched == edge_len && matched < rest.len();
             let next = descend
                 .then(|| node.children.get(rest[matched], guard))
