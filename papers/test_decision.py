@@ -67,5 +67,22 @@ class KeepupReaders(unittest.TestCase):
         self.assertEqual(decision.keepup_readers(None), {})
 
 
+class ReadOnlyClause(unittest.TestCase):
+    def test_a_workload_meets_only_when_every_gate_meets_at_both_percentiles(self):
+        text = decision.read_only_clause({
+            "agentx": ([0.9, 1.0], [0.7, 0.8]),
+            "mooncake": ([0.4, 0.5], [0.6, 0.8]),
+        })
+        self.assertTrue(text.startswith("The reader beats upstream on mooncake, not on agentx:"))
+        self.assertIn("agentx 0.90–1.00× / 0.70–0.80× (missed)", text)
+        self.assertIn("mooncake 0.40–0.50× / 0.60–0.80× (met)", text)
+
+    def test_the_lead_says_all_or_none(self):
+        self.assertTrue(decision.read_only_clause({"chat": ([0.5], [0.5])})
+                        .startswith("The reader beats upstream on every workload:"))
+        self.assertTrue(decision.read_only_clause({"chat": ([0.5], [0.81])})
+                        .startswith("The reader is where crtc does not beat upstream:"))
+
+
 if __name__ == "__main__":
     unittest.main()
