@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Regenerates every table and figure under papers/results, and the decision
 # page papers/README.md, from the checked-out revision, in one command (about
-# two hours on 2 cores at d4bde49: 59 minutes of build and measurement, the
-# Mooncake sweep's 7 among them, then 59 of deep verification, 39 of them
+# two hours on 2 cores at ad911e4: 58 minutes of build and measurement, the
+# Mooncake sweep's 7 among them, then 53 of deep verification, 33 of them
 # loom at bound 3, as verification.md's step times say and the run's step
-# stamps showed [derived: verification.md @ d4bde49]; the
+# stamps showed [derived: verification.md @ ad911e4]; the
 # Mooncake trace is read from ../shared/traces when present, and skipped with
 # a note when not):
 #
