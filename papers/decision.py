@@ -282,6 +282,11 @@ def keepup_readers(keepup):
     return out
 
 
+def verdict(ok):
+    """A bound's verdict word, as targets.md writes it."""
+    return "met" if ok else "missed"
+
+
 def read_only_clause(spans):
     """The read-only half of the reader sentence from each workload's span of
     the gates' paired medians, {workload: (p50s, p99s)}: which workloads meet
@@ -297,7 +302,7 @@ def read_only_clause(spans):
                 f"{' or '.join(missed)}")
     parts = "; ".join(
         f"{w} {min(p50):.2f}–{max(p50):.2f}× / {min(p99):.2f}–{max(p99):.2f}× "
-        f"({'met' if w in met else 'missed'})" for w, (p50, p99) in spans.items())
+        f"({verdict(w in met)})" for w, (p50, p99) in spans.items())
     return (f"{lead}: `find_matches` on the drained final trees, both swept, over upstream's "
             f"p50 / p99 (every gate's fast row, paired medians; issue 43's bound "
             f"{READ_BOUND}× at both): {parts}")
@@ -312,7 +317,6 @@ def reader_sentence(data):
         spans[w] = tuple(
             [paired(data["compare"][w], option[1], f"read-only {q}")["median"]
              for option in OPTIONS[:-1]] for q in ("p50", "p99"))
-    verdict = lambda ok: "met" if ok else "missed"
     text = read_only_clause(spans)
     beside = keepup_readers(data["keepup"])
     if beside:
