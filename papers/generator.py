@@ -1,7 +1,8 @@
 """What the generators under papers/ share: how they run commands, what they
 record about a run, and how a table cell shows a median with its range.
-Imported by bench-export.py, keepup.py, scaling.py, instructions.py, profile-mooncake.py and
-memory-floor.py (run as `python3 papers/<script>.py`, so this directory is on the import path).
+Imported by bench-export.py, keepup.py, scaling.py, instructions.py, profile-find-matches.py,
+lookup-split.py, profile-mooncake.py and memory-floor.py (run as `python3 papers/<script>.py`,
+so this directory is on the import path).
 
 The revision and the tree's state are read when `provenance` is called; the
 generators call it before they write anything, so writing their output cannot
@@ -144,6 +145,19 @@ def trace_field(names, trace):
     if "trace" in names.split(",") and os.path.exists(trace):
         return {"trace": trace_origin(trace)}
     return {}
+
+
+def sources(script, names, trace):
+    """`(name, source)` for each comma-separated workload name: a preset's
+    name is its own source, "trace" is `trace`'s path, skipped with a note on
+    stderr when the file is absent (for the examples that take either)."""
+    for name in names.split(","):
+        if name != "trace":
+            yield name, name
+        elif os.path.exists(trace):
+            yield name, trace
+        else:
+            print(f"{script}: no trace at {trace}; skipped", file=sys.stderr)
 
 
 def write_results(out, stem, meta, results, text):

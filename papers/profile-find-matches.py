@@ -31,7 +31,8 @@ import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
-from generator import DEFAULT_TRACE, FEATURES, ROOT, provenance, run, trace_field, write_results
+from generator import (DEFAULT_TRACE, FEATURES, ROOT, provenance, run, sources, trace_field,
+                       write_results)
 
 EXAMPLE = os.path.join(ROOT, "target", "release", "examples", "lookups")
 GATES = ["rwlock", "seqlock", "epoch-crossbeam", "epoch-seize"]
@@ -141,14 +142,6 @@ def target_line(result):
             + ", ".join(f"{s} {v:.2f}×" for s, v in ratios.items()) + ".")
 
 
-def sources(names, trace):
-    for name in names.split(","):
-        if name != "trace":
-            yield name, name
-        elif os.path.exists(trace):
-            yield name, trace
-        else:
-            print(f"profile-find-matches.py: no trace at {trace}; skipped", file=sys.stderr)
 
 
 def main():
@@ -168,7 +161,8 @@ def main():
          "--example", "lookups"])
     with tempfile.TemporaryDirectory() as scratch:
         results = [measure(name, source, args.passes, scratch)
-                   for name, source in sources(args.workloads, args.trace)]
+                   for name, source in sources("profile-find-matches.py", args.workloads,
+                                               args.trace)]
     write_results(args.out, "profile-find-matches", meta, results, markdown(meta, results) + "\n")
     print(f"wrote {args.out}/profile-find-matches.md and profile-find-matches.json")
     return 0

@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Where a find_matches's time goes, on each side: every gate's lookup beside
+upstream 1.6.1's, with each side's result map timed alone; written to
+papers/results/lookup-split.md and .json.
+
+Usage: python3 papers/lookup-split.py [--workloads chat,agentx,trace]
+       [--trace PATH] [--rounds N] [--out DIR]
+
+For each workload and gate it runs the example `lookup-split` (crtc-bench,
+built with --features all-strategies,upstream and the default mimalloc; its
+docs give the method): both trees built serially from the workload's writes
+and unswept, then `--rounds` interleaved rounds, the order rotating, of four
+passes over the lookups: our lookup, upstream's, our result map rebuilt
+alone from the same (rank, score) pairs, and upstream's. A map pass is a
+floor for the map inside a lookup, so lookup less map is an upper bound on
+the walk. The table gives the medians over rounds, their min-max, and the
+per-round ratios' medians. Wall-clock times on a shared machine: one run's
+medians can differ from another's by more than a gate's difference, which
+is why each ratio is paired within a round, and why the gates run one after
+another rather than interleaved (each is its own process and tree).
+"""
+import argparse
+import os
+import re
+import sys
+
+from generator import (DEFAULT_TRACE, FEATURES, ROOT, provenance, run, sources, trace_field,
+                       write_results)
+
+EXAMPLE = os.path.join(ROOT, "target", "release", "examples", "lookup-split")
+GATES = ["rwlock", "seqlock", "epoch-crossbeam", "epoch-seize"]
+STAGES = ["ours", "upstream", "ours-map", "upstream-map"]
+RATIOS = {
+    "ours / upstream": "lookup",
+    "ours-map / upstream": "ours_map",
+    "upstream-map / upstream": "upstream_map",
+    "walk: (ours - ours-map) / (upstream - upstream-map)": "walk",
+}
+NUMBER = r"([\d.]+)"
+STAGE = re.compile(rf"^\s+(\S+)\s+{NUMBER} ns/lookup \({NUMBER}-{NUMBER}\)$")
+RATIO = re.compile(rf"^\s+(.+): {NUMBER} \({NUMBER}-{NUMBER}\), paired per round$")
+HEADER = re.compile(r"\((\d+) lookups\)")
+
+
+def parse(output):
+    """The example's report as {"lookups", "stages": {name: [mid, lo, hi]},
+    "ratios": {key: [mid, lo, hi]}}; ValueError if a line is missing."""
+    report = {"stages": {}, "ratios": {}}
+    for line in output.splitlines():
+        if (match := HEADER.search(line)) and "lookups" not in report:
+            report["lookups"] = int(match[1])
+        elif match := STAGE.match(line):
+            report["stages"][match[1]] = [float(match[i]) for i in (2, 3, 4)]
+        elif (match := RATIO.match(line)) and match[1] in RATIOS:
+            report["ratios"][RATIOS[match[1]]] = [float(match[i]) for i in (2, 3, 4)]
+    missing = [s for s in STAGES if s not in report["stages"]]
+    missing += [k for k in RATIOS.values() if k not in report["ratios"]]
+    if missing or "lookups" not in report:
+        raise ValueError(f"lookup-split printed no {missing or 'lookup count'}:\n{output}")
+    return report
+
+
+
+
+def measure(name, source, rounds):
+    rows = []
+    for gate in GATES:
+        report = parse(run([EXAMPLE, gate, source, str(rounds)]))
+        rows.append({"gate": gate, **report})
+    return {"workload": name, "lookups": rows[0]["lookups"], "rows": rows}
+
+
+def spread(triple, fmt):
+    mid, lo, hi = triple
+    return f"{fmt.format(mid)} ({fmt.format(lo)}–{fmt.format(hi)})"
+
+
+def markdown(meta, results):
+    lines = ["# Where a find_matches's time goes: each gate's lookup and result map "
+             "beside upstream 1.6.1's", ""]
+    lines += [f"- {key}: {value}" for key, value in meta.items()]
+    lines += ["", "Nanoseconds per lookup, a mean over the workload's lookups, median over "
+              "rounds (min–max); ratios are medians of the per-round ratios (min–max). "
+              "`map` is the result map rebuilt alone, a floor for its cost inside a lookup; "
+              "`walk` is lookup less map, ours over upstream's. Not compare's p50: a mean "
+              "over all lookups, on trees built serially and unswept.", ""]
+    for result in results:
+        lines += [f"## {result['workload']} ({result['lookups']:,} lookups)", "",
+                  "| gate | ours ns | upstream ns | our map ns | upstream's map ns "
+                  "| lookup ratio | our map / upstream | upstream's map / upstream "
+                  "| walk ratio |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for row in result["rows"]:
+            stages = [spread(row["stages"][s], "{:.0f}") for s in STAGES]
+            ratios = [spread(row["ratios"][k], "{:.2f}×") for k in RATIOS.values()]
+            lines.append(f"| {row['gate']} | " + " | ".join(stages + ratios) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workloads", default="chat,agentx,trace")
+    parser.add_argument("--trace", default=DEFAULT_TRACE)
+    parser.add_argument("--rounds", default="31")
+    parser.add_argument("--out", default=os.path.join(ROOT, "papers", "results"))
+    args = parser.parse_args()
+    meta = provenance("lookup-split.py", sys.argv[1:], workloads=args.workloads,
+                      rounds=args.rounds, **trace_field(args.workloads, args.trace))
+    run(["cargo", "build", "--release", "-q", "-p", "crtc-bench", "--features", FEATURES,
+         "--example", "lookup-split"])
+    results = [measure(name, source, args.rounds)
+               for name, source in sources("lookup-split.py", args.workloads, args.trace)]
+    write_results(args.out, "lookup-split", meta, results, markdown(meta, results) + "\n")
+    print(f"wrote {args.out}/lookup-split.md and lookup-split.json")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
