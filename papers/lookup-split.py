@@ -22,6 +22,7 @@ another rather than interleaved (each is its own process and tree).
 import argparse
 import os
 import re
+import subprocess
 import sys
 
 from generator import (DEFAULT_TRACE, FEATURES, ROOT, provenance, run, sources, trace_field,
@@ -36,7 +37,9 @@ RATIOS = {
     "upstream-map / upstream": "upstream_map",
     "walk: (ours - ours-map) / (upstream - upstream-map)": "walk",
 }
-NUMBER = r"([\d.]+)"
+# A figure as Rust prints an f64 (a walk ratio can be negative, inf or NaN
+# when a round's map pass outran its lookup).
+NUMBER = r"(-?[\d.]+|-?inf|NaN)"
 STAGE = re.compile(rf"^\s+(\S+)\s+{NUMBER} ns/lookup \({NUMBER}-{NUMBER}\)$")
 RATIO = re.compile(rf"^\s+(.+): {NUMBER} \({NUMBER}-{NUMBER}\), paired per round$")
 HEADER = re.compile(r"\((\d+) lookups\)")
@@ -60,13 +63,14 @@ def parse(output):
     return report
 
 
-
-
 def measure(name, source, rounds):
     rows = []
     for gate in GATES:
-        report = parse(run([EXAMPLE, gate, source, str(rounds)]))
-        rows.append({"gate": gate, **report})
+        try:
+            output = run([EXAMPLE, gate, source, str(rounds)])
+        except subprocess.CalledProcessError as e:
+            raise ValueError(f"lookup-split {gate} {name}: {e.stderr.strip()}") from e
+        rows.append({"gate": gate, **parse(output)})
     return {"workload": name, "lookups": rows[0]["lookups"], "rows": rows}
 
 
@@ -101,7 +105,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workloads", default="chat,agentx,trace")
     parser.add_argument("--trace", default=DEFAULT_TRACE)
-    parser.add_argument("--rounds", default="31")
+    parser.add_argument("--rounds", type=int, default=31)
     parser.add_argument("--out", default=os.path.join(ROOT, "papers", "results"))
     args = parser.parse_args()
     meta = provenance("lookup-split.py", sys.argv[1:], workloads=args.workloads,

@@ -142,8 +142,6 @@ def target_line(result):
             + ", ".join(f"{s} {v:.2f}×" for s, v in ratios.items()) + ".")
 
 
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workloads", default="chat,agentx,leaf,trace")

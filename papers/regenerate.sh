@@ -81,7 +81,7 @@ python3 papers/instructions.py --out "$scratch/results"
 step "instructions per find_matches, every gate beside upstream (papers/profile-find-matches.py; skipped without valgrind)"
 python3 papers/profile-find-matches.py --out "$scratch/results"
 step "a find_matches's time split into walk and result map, every gate beside upstream (papers/lookup-split.py)"
-# 31 interleaved rounds per gate and workload (chat, agentx, the trace): about a minute.
+# 31 interleaved rounds per gate and workload (chat, agentx, the trace): about half a minute.
 python3 papers/lookup-split.py --out "$scratch/results"
 step "lane CPU by kind of work on the trace (papers/profile-mooncake.py; skipped without perf)"
 python3 papers/profile-mooncake.py --out "$scratch/results"

@@ -8,7 +8,8 @@ import os
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SPEC = importlib.util.spec_from_file_location("lookup_split", os.path.join(HERE, "lookup-split.py"))
+SOURCE = os.path.join(HERE, "lookup-split.py")
+SPEC = importlib.util.spec_from_file_location("lookup_split", SOURCE)
 lookup_split = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(lookup_split)
 
@@ -32,6 +33,12 @@ class Parse(unittest.TestCase):
         self.assertEqual(report["stages"]["upstream-map"], [107.9, 106.0, 120.7])
         self.assertEqual(report["ratios"]["lookup"], [1.147, 0.960, 1.319])
         self.assertEqual(report["ratios"]["walk"], [1.197, 0.939, 1.457])
+
+    def test_a_ratio_rust_prints_as_negative_or_nan_is_read(self):
+        odd = REPORT.replace("1.197 (0.939-1.457)", "NaN (-0.250-inf)")
+        walk = lookup_split.parse(odd)["ratios"]["walk"]
+        self.assertNotEqual(walk[0], walk[0])  # NaN
+        self.assertEqual(walk[1:], [-0.25, float("inf")])
 
     def test_a_missing_line_is_an_error_not_a_gap(self):
         truncated = "\n".join(line for line in REPORT.splitlines() if "walk" not in line)

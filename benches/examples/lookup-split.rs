@@ -25,8 +25,10 @@
 //!   reservation here is the credited count, so this floor is at most
 //!   upstream's).
 //!
-//! A map pass runs with nothing between its lookups, so its allocations and
-//! writes stay in cache: it is a floor for the map's cost inside a lookup,
+//! A map pass inserts each lookup's pairs in rank order (not the order its
+//! walk credits them) and runs with nothing between its lookups, so its
+//! allocations and writes stay in cache: it is a floor for the map's cost
+//! inside a lookup,
 //! not the cost itself. `ours - ours-map` is then an upper bound on our walk
 //! (everything but the map), and likewise for upstream; the printed walk
 //! ratio is ours over upstream's, per round, and its median.
@@ -146,10 +148,12 @@ fn measure<G: ShapeGate>(sides: &Sides<G>, rounds: usize) -> Result<Vec<[f64; 4]
         .iter()
         .map(|q| sides.ours.find_matches(q, false).sorted())
         .collect();
-    for (query, ours) in sides.converted.iter().zip(&pairs) {
-        let theirs = convert_scores(&sides.upstream.backend().find_matches(query, false));
-        if theirs.sorted() != *ours {
-            return Err("the two trees score a lookup differently".into());
+    for (i, (query, ours)) in sides.converted.iter().zip(&pairs).enumerate() {
+        let theirs = convert_scores(&sides.upstream.backend().find_matches(query, false)).sorted();
+        if theirs != *ours {
+            return Err(format!(
+                "the two trees score lookup {i} differently: ours {ours:?}, upstream's {theirs:?}"
+            ));
         }
     }
     let up_pairs: Vec<Vec<(up::WorkerWithDpRank, u32)>> = pairs
@@ -243,42 +247,51 @@ fn workload(name: &str) -> Result<Workload, String> {
     }
 }
 
-fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let (Some(gate), Some(source)) = (args.first(), args.get(1)) else {
-        eprintln!("usage: lookup-split <gate> <chat|agentx|TRACE> [rounds] [general]");
-        return ExitCode::from(2);
+/// A gate's measurement: the workload, the fast path, the rounds.
+type Runner = fn(&Workload, bool, usize) -> Result<(), String>;
+
+/// The measurement for `gate`, if this build compiled it.
+fn runner(gate: &str) -> Option<Runner> {
+    Some(match gate {
+        "rwlock" => run::<crtc_strategies::RwLockGate>,
+        #[cfg(feature = "seqlock")]
+        "seqlock" => run::<crtc_strategies::SeqlockGate>,
+        #[cfg(feature = "epoch")]
+        "epoch-crossbeam" => run::<crtc_strategies::CrossbeamEpochGate>,
+        #[cfg(feature = "seize")]
+        "epoch-seize" => run::<crtc_strategies::SeizeEpochGate>,
+        _ => return None,
+    })
+}
+
+/// Checks the arguments, then runs the measurement they name.
+fn run_args(args: &[String]) -> Result<(), String> {
+    const USAGE: &str = "usage: lookup-split <gate> <chat|agentx|TRACE> [rounds] [general]";
+    let ([gate, source] | [gate, source, _] | [gate, source, _, _]) = args else {
+        return Err(USAGE.into());
     };
+    let runner = runner(gate).ok_or_else(|| format!("unknown or not compiled gate {gate:?}"))?;
     let rounds = match args.get(2).map(|r| r.parse::<usize>()) {
-        None => Ok(15),
-        Some(Ok(r)) if r > 0 => Ok(r),
-        Some(_) => Err(format!(
-            "rounds: expected a positive number, got {:?}",
-            args[2]
-        )),
+        None => 15,
+        Some(Ok(r)) if r > 0 => r,
+        Some(_) => {
+            return Err(format!(
+                "rounds: expected a positive number, got {:?}",
+                args[2]
+            ))
+        }
     };
     let fast_path = match args.get(3).map(String::as_str) {
-        None => Ok(true),
-        Some("general") => Ok(false),
-        Some(other) => Err(format!("expected `general` or nothing, got {other:?}")),
+        None => true,
+        Some("general") => false,
+        Some(other) => return Err(format!("expected `general` or nothing, got {other:?}")),
     };
-    let result = rounds.and_then(|rounds| {
-        let fast_path = fast_path?;
-        let workload = workload(source)?;
-        match gate.as_str() {
-            "rwlock" => run::<crtc_strategies::RwLockGate>(&workload, fast_path, rounds),
-            #[cfg(feature = "seqlock")]
-            "seqlock" => run::<crtc_strategies::SeqlockGate>(&workload, fast_path, rounds),
-            #[cfg(feature = "epoch")]
-            "epoch-crossbeam" => {
-                run::<crtc_strategies::CrossbeamEpochGate>(&workload, fast_path, rounds)
-            }
-            #[cfg(feature = "seize")]
-            "epoch-seize" => run::<crtc_strategies::SeizeEpochGate>(&workload, fast_path, rounds),
-            other => Err(format!("unknown or not compiled gate {other:?}")),
-        }
-    });
-    match result {
+    runner(&workload(source)?, fast_path, rounds)
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match run_args(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("lookup-split: {e}");
