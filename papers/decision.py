@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The one-page decision, papers/README.md, rendered from the results files:
 every figure on it is read from papers/results (the compare JSON of each
-workload, benches.json, keepup.json, code-size.md and verification.md), none
-is typed.
+workload, benches.json, keepup.json or, when present, matched-reads.json,
+code-size.md and verification.md), none is typed.
 
 Usage: python3 papers/decision.py [--results DIR] [--out FILE] [--check]
 
@@ -66,11 +66,14 @@ def load(results):
     steps = dict(re.findall(r"^- (\w+) \(\d+ s\): (.*)$", verification, re.M))
     keepup_path = os.path.join(results, "keepup.json")
     keepup = json.loads(read("keepup.json")) if os.path.exists(keepup_path) else None
+    matched_path = os.path.join(results, "matched-reads.json")
+    matched = json.loads(read("matched-reads.json")) if os.path.exists(matched_path) else None
     sweep_path = os.path.join(results, "mooncake-sweep.json")
     sweep = json.loads(read("mooncake-sweep.json")) if os.path.exists(sweep_path) else None
     return {
         "sweep": sweep,
         "keepup": keepup,
+        "matched": matched,
         "compare": compare,
         "benches": json.loads(read("benches.json")),
         "code": code,
@@ -83,6 +86,7 @@ def load(results):
             "verification": re.search(r"revision:?\s*`([0-9a-f]+)`", verification).group(1),
             **({"sweep": sweep["git_revision"]} if sweep else {}),
             **({"keepup": keepup["provenance"]["revision"]} if keepup else {}),
+            **({"matched-reads": matched["meta"]["revision"]} if matched else {}),
         },
     }
 
@@ -308,6 +312,30 @@ def read_only_clause(spans):
             f"{READ_BOUND}× at both): {parts}")
 
 
+def matched_clause(matched):
+    """The beside-the-writer half of the reader sentence from
+    matched-reads.json: each workload's gates' paired read p50 / p99 medians
+    over upstream's at issue 43's rate for it, and the workloads where every
+    gate meets its bound."""
+    parts, met, missed = [], [], []
+    for result in matched["results"]:
+        gates = result["gates"]
+        if not gates:
+            continue
+        cells = ", ".join(f"{g['gate']} {g['p50'][0]:.2f}× / {g['p99'][0]:.2f}×" for g in gates)
+        parts.append(f"{result['workload']} at {result['rate']:,} events/s {cells}")
+        ok = all(g["verdict"] == "met" for g in gates)
+        (met if ok else missed).append(result["workload"])
+    if not parts:
+        return ""
+    judged = "; ".join(f"{verdict(word == 'met')} on {' and '.join(names)}"
+                       for word, names in (("met", met), ("missed", missed)) if names)
+    return (f"; beside the writer at issue 43's matched rates "
+            f"([results/matched-reads.md](results/matched-reads.md), medians of ratios paired "
+            f"within each repeat), read p50 / p99 over upstream's: {'; '.join(parts)} (bounds "
+            f"{READ_BOUND}×, epoch gates {EPOCH_READ_BOUND}×: {judged})")
+
+
 def reader_sentence(data):
     """find_matches against upstream's: read-only on like-for-like trees
     (paired medians per workload over every gate) and beside the writer at
@@ -318,6 +346,8 @@ def reader_sentence(data):
             [paired(data["compare"][w], option[1], f"read-only {q}")["median"]
              for option in OPTIONS[:-1]] for q in ("p50", "p99"))
     text = read_only_clause(spans)
+    if data.get("matched"):
+        return text + matched_clause(data["matched"]) + "."
     beside = keepup_readers(data["keepup"])
     if beside:
         parts = ", ".join(f"{name} {a:.2f}× / {b:.2f}×" for name, (a, b, _) in beside.items())

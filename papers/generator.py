@@ -1,8 +1,8 @@
 """What the generators under papers/ share: how they run commands, what they
 record about a run, and how a table cell shows a median with its range.
 Imported by bench-export.py, keepup.py, scaling.py, instructions.py, profile-find-matches.py,
-lookup-split.py, profile-mooncake.py and memory-floor.py (run as `python3 papers/<script>.py`,
-so this directory is on the import path).
+lookup-split.py, matched-reads.py, profile-mooncake.py and memory-floor.py (run as
+`python3 papers/<script>.py`, so this directory is on the import path).
 
 The revision and the tree's state are read when `provenance` is called; the
 generators call it before they write anything, so writing their output cannot
@@ -124,6 +124,30 @@ def cell(row, key, scale=1.0, fmt="{:.0f}"):
     if low_high and row.get("repeats", 1) > 1:
         text += f" ({fmt.format(low_high[0] / scale)}–{fmt.format(low_high[1] / scale)})"
     return text
+
+
+def span(values, fmt="{:.2f}", unit=""):
+    """`[median, low, high]` as "median<unit> (low–high)"."""
+    mid, low, high = (fmt.format(v) for v in values)
+    return f"{mid}{unit} ({low}–{high})"
+
+
+def heading(title, meta, prose):
+    """A results page's opening lines: its title, its provenance as a list,
+    then a paragraph of `prose`."""
+    return [f"# {title}", "", *(f"- {key}: {value}" for key, value in meta.items()), "",
+            prose, ""]
+
+
+def load_script(name):
+    """The generator `papers/<name>` as a module (its file name has a hyphen,
+    so tests cannot import it by name)."""
+    import importlib.util
+    path = os.path.join(ROOT, "papers", name)
+    spec = importlib.util.spec_from_file_location(name.replace("-", "_")[:-3], path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def workloads(script, names, scale, trace):

@@ -25,8 +25,8 @@ import re
 import subprocess
 import sys
 
-from generator import (DEFAULT_TRACE, FEATURES, ROOT, provenance, run, sources, trace_field,
-                       write_results)
+from generator import (DEFAULT_TRACE, FEATURES, ROOT, heading, provenance, run, sources, span,
+                       trace_field, write_results)
 
 EXAMPLE = os.path.join(ROOT, "target", "release", "examples", "lookup-split")
 GATES = ["rwlock", "seqlock", "epoch-crossbeam", "epoch-seize"]
@@ -74,28 +74,23 @@ def measure(name, source, rounds):
     return {"workload": name, "lookups": rows[0]["lookups"], "rows": rows}
 
 
-def spread(triple, fmt):
-    mid, lo, hi = triple
-    return f"{fmt.format(mid)} ({fmt.format(lo)}–{fmt.format(hi)})"
-
-
 def markdown(meta, results):
-    lines = ["# Where a find_matches's time goes: each gate's lookup and result map "
-             "beside upstream 1.6.1's", ""]
-    lines += [f"- {key}: {value}" for key, value in meta.items()]
-    lines += ["", "Nanoseconds per lookup, a mean over the workload's lookups, median over "
-              "rounds (min–max); ratios are medians of the per-round ratios (min–max). "
-              "`map` is the result map rebuilt alone, a floor for its cost inside a lookup; "
-              "`walk` is lookup less map, ours over upstream's. Not compare's p50: a mean "
-              "over all lookups, on trees built serially and unswept.", ""]
+    lines = heading(
+        "Where a find_matches's time goes: each gate's lookup and result map beside "
+        "upstream 1.6.1's", meta,
+        "Nanoseconds per lookup, a mean over the workload's lookups, median over rounds "
+        "(min–max); ratios are medians of the per-round ratios (min–max). `map` is the result "
+        "map rebuilt alone, a floor for its cost inside a lookup; `walk` is lookup less map, "
+        "ours over upstream's. Not compare's p50: a mean over all lookups, on trees built "
+        "serially and unswept.")
     for result in results:
         lines += [f"## {result['workload']} ({result['lookups']:,} lookups)", "",
                   "| gate | ours ns | upstream ns | our map ns | upstream's map ns "
                   "| lookup ratio | our map / upstream | upstream's map / upstream "
                   "| walk ratio |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for row in result["rows"]:
-            stages = [spread(row["stages"][s], "{:.0f}") for s in STAGES]
-            ratios = [spread(row["ratios"][k], "{:.2f}×") for k in RATIOS.values()]
+            stages = [span(row["stages"][s], "{:.0f}") for s in STAGES]
+            ratios = [span(row["ratios"][k], unit="×") for k in RATIOS.values()]
             lines.append(f"| {row['gate']} | " + " | ".join(stages + ratios) + " |")
         lines.append("")
     return "\n".join(lines)

@@ -31,8 +31,8 @@ import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
-from generator import (DEFAULT_TRACE, FEATURES, ROOT, provenance, run, sources, trace_field,
-                       write_results)
+from generator import (DEFAULT_TRACE, FEATURES, ROOT, heading, provenance, run, sources,
+                       trace_field, write_results)
 
 EXAMPLE = os.path.join(ROOT, "target", "release", "examples", "lookups")
 GATES = ["rwlock", "seqlock", "epoch-crossbeam", "epoch-seize"]
@@ -110,12 +110,12 @@ def measure(name, source, passes, scratch):
 
 
 def markdown(meta, results):
-    lines = ["# The read path: instructions per find_matches (callgrind), every gate "
-             "against upstream 1.6.1", ""]
-    lines += [f"- {key}: {value}" for key, value in meta.items()]
-    lines += ["", "Both sides build their tree from the same writes, serially and unswept, "
-              "then run the stream's lookups on the final tree; only the lookup itself is "
-              "counted. Cache misses and contention are not: `crtc compare` times the reads.", ""]
+    lines = heading(
+        "The read path: instructions per find_matches (callgrind), every gate against upstream "
+        "1.6.1", meta,
+        "Both sides build their tree from the same writes, serially and unswept, then run the "
+        "stream's lookups on the final tree; only the lookup itself is counted. Cache misses and "
+        "contention are not: `crtc compare` times the reads.")
     for result in results:
         lines += [f"## {result['workload']} ({result['lookups']:,} lookups, "
                   f"{result['credited']:,} ranks credited)", "",

@@ -74,6 +74,11 @@ step "criterion groups (papers/bench-export.py)"
 python3 papers/bench-export.py --repeat 5 --out "$scratch/results"
 step "keep-up curves (papers/keepup.py)"
 python3 papers/keepup.py --out "$scratch/results"
+step "find_matches beside the writer at issue 43's matched rates, paired within each repeat (papers/matched-reads.py)"
+# chat at 200,000 events/s, agentx at 300,000, the trace at 100,000
+# [defined in papers/matched-reads.py]; 15 repeats of 2 s windows each:
+# about two and a half minutes.
+python3 papers/matched-reads.py --out "$scratch/results"
 step "scaling (papers/scaling.py)"
 python3 papers/scaling.py --out "$scratch/results"
 step "instructions per event under callgrind (papers/instructions.py; skipped without valgrind)"

@@ -84,5 +84,40 @@ class ReadOnlyClause(unittest.TestCase):
                         .startswith("The reader is where crtc does not beat upstream:"))
 
 
+def gate(name, p50, p99, verdict):
+    return {"gate": name, "p50": [p50, p50 - 0.2, p50 + 0.2], "p99": [p99, p99 - 0.2, p99 + 0.2],
+            "repeats": 15, "kept_up": True, "bound": 0.8, "verdict": verdict}
+
+
+class MatchedClause(unittest.TestCase):
+    MATCHED = {"meta": {"revision": "abc"}, "results": [
+        {"workload": "chat", "rate": 200_000, "upstream_kept_up": True,
+         "gates": [gate("rwlock", 0.85, 0.85, "missed"), gate("seqlock", 0.86, 1.02, "missed")]},
+        {"workload": "agentx", "rate": 300_000, "upstream_kept_up": True,
+         "gates": [gate("rwlock", 0.78, 0.64, "met")]},
+        {"workload": "trace", "rate": 100_000, "upstream_kept_up": True, "gates": []},
+    ]}
+
+    def test_each_workload_lists_its_gates_and_is_judged_on_all_of_them(self):
+        text = decision.matched_clause(self.MATCHED)
+        self.assertIn("chat at 200,000 events/s rwlock 0.85× / 0.85×, seqlock 0.86× / 1.02×",
+                      text)
+        self.assertIn("agentx at 300,000 events/s rwlock 0.78× / 0.64×", text)
+        self.assertIn("met on agentx; missed on chat)", text)
+        self.assertNotIn("trace", text)
+
+    def test_the_sentence_prefers_the_paired_file_to_the_curves(self):
+        ratios = [{"name": f"{option[1]} fast read-only {q} vs {decision.UPSTREAM}",
+                   "median": 0.5} for option in decision.OPTIONS[:-1] for q in ("p50", "p99")]
+        compare = {w: {"ratios": ratios} for w in decision.WORKLOADS}
+        curves = {"rows": {}}
+        text = decision.reader_sentence(
+            {"compare": compare, "matched": self.MATCHED, "keepup": curves})
+        self.assertIn("results/matched-reads.md", text)
+        self.assertNotIn("results/keepup.md", text)
+        without = decision.reader_sentence({"compare": compare, "matched": None, "keepup": None})
+        self.assertNotIn("matched-reads", without)
+
+
 if __name__ == "__main__":
     unittest.main()
