@@ -350,7 +350,8 @@ const READ_VS_UPSTREAM: f64 = 0.8;
 /// The reader against upstream's (issue 43): every gate's fast row, its
 /// read-only p50 and p99 judged against upstream's, and the run's read
 /// latency beside it (not judged: in capacity mode each row's writer runs at
-/// its own rate; `papers/keepup.py` compares readers at a matched rate).
+/// its own rate; `papers/matched-reads.py` judges readers at issue 43's
+/// matched rates, paired within each repeat).
 fn reader_vs_upstream(out: &mut String, reports: &[(&str, &Report)]) {
     let _ = write!(
         out,
@@ -358,7 +359,8 @@ fn reader_vs_upstream(out: &mut String, reports: &[(&str, &Report)]) {
          Read-only: the same lookups and reader threads on each row's drained final tree, \
          swept through its own public cleanup path first (upstream's `run_cleanup_task`, \
          ours a forced stale-leaf sweep), so both trees hold no dead leaves. The run's reads are beside each row's own writer, at its own rate, so \
-         they are shown, not judged (`keepup.md` compares readers at one offered rate).\n\n"
+         they are shown, not judged: `matched-reads.md` judges readers beside a writer at issue 43's \
+         matched rates, paired within each repeat, and `keepup.md` draws chat's curve.\n\n"
     );
     out.push_str("| workload | row | read-only p50: ours / upstream, paired ratio | read-only p99: ours / upstream, paired ratio | target | run p50 paired ratio | run p99 paired ratio |\n|---|---|---|---|---|---:|---:|\n");
     for (stem, report) in reports {
