@@ -20,6 +20,8 @@ import re
 import statistics
 import sys
 
+from generator import EPOCH_READ_BOUND, READ_BOUND, kept_up
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "papers", "results")
 OUT = os.path.join(ROOT, "papers", "README.md")
@@ -258,10 +260,6 @@ def sweep_sentence(sweep):
         "event.")
 
 
-# Issue 43's bounds on a gate's reader against upstream's: read-only, and
-# beside the writer at a matched offered rate (the epoch gates' is looser).
-READ_BOUND = 0.8
-EPOCH_READ_BOUND = 1.0
 # The offered rate on chat at which issue 43 compares readers (keepup.json).
 MATCHED_RATE = 200_000
 
@@ -274,7 +272,7 @@ def keepup_readers(keepup):
         return {}
     rate = str(MATCHED_RATE)
     up = keepup["rows"].get(UPSTREAM, {}).get(rate)
-    if not up or up.get("backlog_at_end", 0) > 0.01 * up["events"]:
+    if not up or not kept_up(up):
         return {}
     out = {}
     for option in OPTIONS[:-1]:
@@ -328,7 +326,7 @@ def matched_clause(matched):
         (met if ok else missed).append(result["workload"])
     if not parts:
         return ""
-    judged = "; ".join(f"{verdict(word == 'met')} on {' and '.join(names)}"
+    judged = "; ".join(f"{word} on {' and '.join(names)}"
                        for word, names in (("met", met), ("missed", missed)) if names)
     return (f"; beside the writer at issue 43's matched rates "
             f"([results/matched-reads.md](results/matched-reads.md), medians of ratios paired "

@@ -23,6 +23,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FEATURES = "all-strategies,upstream"
 # The shared synthetic Mooncake trace, beside the repository (never committed).
 DEFAULT_TRACE = os.path.join(ROOT, "..", "shared", "traces", "mooncake_synthetic.jsonl")
+# Issue 43's bounds on a gate's reader over upstream's, read-only and beside
+# the writer at a matched offered rate; the epoch gates' bound is looser.
+READ_BOUND = 0.8
+EPOCH_READ_BOUND = 1.0
+READ_BOUNDS = {"rwlock": READ_BOUND, "seqlock": READ_BOUND,
+               "epoch-crossbeam": EPOCH_READ_BOUND, "epoch-seize": EPOCH_READ_BOUND}
 
 
 def run(cmd, **kw):
@@ -111,6 +117,12 @@ def provenance(script, argv, **fields):
         **fields,
         "features": FEATURES + " (plus crtc-bench's default feature mimalloc: the allocator)",
     }
+
+
+def kept_up(row):
+    """Whether a keep-up row's backlog at its window's end is within 1% of the
+    events it was offered (a row beyond that is saturated)."""
+    return (row.get("backlog_at_end") or 0) <= 0.01 * row["events"]
 
 
 def cell(row, key, scale=1.0, fmt="{:.0f}"):

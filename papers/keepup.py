@@ -27,14 +27,11 @@ import os
 import sys
 import tempfile
 
-from generator import FEATURES, ROOT, cell, provenance, run
+from generator import FEATURES, READ_BOUNDS, ROOT, cell, kept_up, provenance, run
 
 BINARY = os.path.join(ROOT, "target", "release", "crtc")
 DEFAULT_RATES = "20000,80000,160000,200000,320000,480000,640000,960000,1280000"
 UPSTREAM = "upstream-1.6.1"
-# Issue 43's bounds on a reader beside the writer at a rate upstream keeps up
-# with: the run's read p50 and p99 over upstream's at the same offered rate.
-READ_BOUNDS = {"rwlock": 0.8, "seqlock": 0.8, "epoch-crossbeam": 1.0, "epoch-seize": 1.0}
 COLOURS = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02"]
 
 
@@ -67,7 +64,7 @@ def keepup(args, rate):
 
 def saturated(row):
     """Backlog at window end above 1% of the events the row offered."""
-    return (row.get("backlog_at_end") or 0) > 0.01 * row["events"]
+    return not kept_up(row)
 
 
 def table(curves, rates):

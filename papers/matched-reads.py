@@ -16,7 +16,7 @@ over upstream's in the same repeat, their median and min-max. A row that
 did not keep up (backlog at the window's end above 1% of its events) is
 marked, and so is upstream's: at a rate upstream cannot sustain the ratio
 compares a queueing reader. Verdicts use issue 43's bounds (keepup.py's
-READ_BOUNDS): the median of p50 and of p99 at most 0.8× upstream's for
+generator.py's READ_BOUNDS): the median of p50 and of p99 at most 0.8× upstream's for
 RwLock and seqlock, 1.0× for the epoch gates. `keepup.py` draws the curves
 on chat alone; this file is the three workloads at their one rate each.
 """
@@ -26,20 +26,13 @@ import os
 import sys
 import tempfile
 
-from generator import (DEFAULT_TRACE, FEATURES, ROOT, heading, provenance, run, span,
-                       trace_field, write_results)
+from generator import (DEFAULT_TRACE, FEATURES, READ_BOUNDS, ROOT, heading, kept_up, provenance,
+                       run, span, trace_field, write_results)
 
 BINARY = os.path.join(ROOT, "target", "release", "crtc")
 UPSTREAM = "upstream-1.6.1"
 # (workload, offered events/s): issue 43's rates, ones upstream keeps up with.
 RATES = [("chat", 200_000), ("agentx", 300_000), ("trace", 100_000)]
-# Issue 43's bounds on the paired read p50 and p99 medians.
-READ_BOUNDS = {"rwlock": 0.8, "seqlock": 0.8, "epoch-crossbeam": 1.0, "epoch-seize": 1.0}
-
-
-def kept_up(row):
-    """Whether a row's backlog at the window's end is within 1% of its events."""
-    return (row.get("backlog_at_end") or 0) <= 0.01 * row["events"]
 
 
 def judge(report):
