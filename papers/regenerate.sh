@@ -42,13 +42,13 @@ CARGO_TARGET_DIR=target/sysmalloc cargo build --release --quiet -p crtc-bench \
     --no-default-features --features all-strategies,upstream
 
 step "crtc compare --paper (mimalloc)"
-# 15 repeats: one repeat of a row drains in about 0.04-0.07 s (trace; the
-# global-lock row 0.23) to 0.16-0.75 s (agentx, the global-lock row's 0.67
-# among them), each row's JSON elapsed_s (the 15 repeats' total) divided by
-# 15 [derived: mooncake.md @ ad911e4] [derived: agentx.md @ ad911e4], and on
-# a shared VM one repeat's lane CPU ratio to upstream can differ from
-# another's by 1.75x to 3.49x (targets.md, each lane CPU row's max/min of
-# the paired ratios) [derived: targets.md @ ad911e4];
+# 15 repeats: one repeat of a row drains in about 0.03-0.05 s (trace; the
+# global-lock row 0.13) to 0.16-0.78 s (agentx, upstream's 0.78 and the
+# global-lock row's 0.67 among them), each row's JSON elapsed_s (the 15
+# repeats' total) divided by 15 [derived: mooncake.md @ fce0b6c]
+# [derived: agentx.md @ fce0b6c], and on a shared VM one repeat's lane CPU
+# ratio to upstream can differ from another's by 1.69x to 3.40x (targets.md,
+# each lane CPU row's max/min of the paired ratios) [derived: targets.md @ fce0b6c];
 # targets.md judges the median of the 15 paired ratios, and runs the
 # global-lock row once more per workload with no reader (its capacity when no
 # reader contends for the lock), shown beside its verdict.
