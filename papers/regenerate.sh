@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Regenerates every table and figure under papers/results, and the decision
 # page papers/README.md, from the checked-out revision, in one command (about
-# two hours on 2 cores at ad911e4: 58 minutes of build and measurement, the
-# Mooncake sweep's 7 among them, then 53 of deep verification, 33 of them
+# two hours on 2 cores at fce0b6c: 55 minutes of build and measurement, the
+# Mooncake sweep's 7 among them, then 54 of deep verification, 36 of them
 # loom at bound 3, as verification.md's step times say and the run's step
-# stamps showed [derived: verification.md @ ad911e4]; the
+# stamps showed [derived: verification.md @ fce0b6c]; the
 # Mooncake trace is read from ../shared/traces when present, and skipped with
 # a note when not):
 #
