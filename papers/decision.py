@@ -20,9 +20,8 @@ import re
 import statistics
 import sys
 
-from generator import EPOCH_READ_BOUND, READ_BOUND, kept_up
+from generator import EPOCH_READ_BOUND, READ_BOUND, ROOT, kept_up
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "papers", "results")
 OUT = os.path.join(ROOT, "papers", "README.md")
 WORKLOADS = ["agentx", "chat", "mooncake"]

@@ -15,8 +15,8 @@ From its JSON it takes, for every gate's fast row, compare's
 over upstream's in the same repeat, their median and min-max. A row that
 did not keep up (backlog at the window's end above 1% of its events) is
 marked, and so is upstream's: at a rate upstream cannot sustain the ratio
-compares a queueing reader. Verdicts use issue 43's bounds (keepup.py's
-generator.py's READ_BOUNDS): the median of p50 and of p99 at most 0.8× upstream's for
+compares a queueing reader. Verdicts use issue 43's bounds (READ_BOUNDS in
+generator.py): the median of p50 and of p99 at most 0.8× upstream's for
 RwLock and seqlock, 1.0× for the epoch gates. `keepup.py` draws the curves
 on chat alone; this file is the three workloads at their one rate each.
 """
